@@ -1,0 +1,32 @@
+# The two commands that matter: `make run` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test lint bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@
+
+setup: $(STAMP)
+
+run: setup  ## the main job (a demo episode until the server lands; see README)
+	$(BIN)/opsgym list
+	$(BIN)/opsgym run --env release --scenario deploy_timeout --seed 7 --policy oracle --out runs/demo.json
+	$(BIN)/opsgym replay runs/demo.json
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+
+test: lint
+	$(BIN)/pytest -q -n 2
+
+bench: setup
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis runs

@@ -1,0 +1,64 @@
+"""opsgym: environments where agents run production operations and are judged on the truth.
+
+```python
+import opsgym
+ep = opsgym.make("release", scenario="deploy_timeout", seed=7)
+ep.observe(); ep.tools; ep.step("stage"); ep.verdict; ep.record()
+```
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from opsgym.core.episode import Episode, StepResult
+from opsgym.core.errors import OpsgymError
+from opsgym.core.judge import Verdict
+from opsgym.core.replay import ReplayResult, replay
+from opsgym.core.scenarios import seeds, split_of
+from opsgym.registry import list_envs, make, scenarios, specs
+
+__version__ = "0.1.0"
+
+
+def run(
+    env: str,
+    scenario: str | None = None,
+    seed: int = 0,
+    policy: str = "oracle",
+    *,
+    max_steps: int | None = None,
+) -> Episode:
+    """Play one episode to the end with a named policy and return it."""
+    from opsgym.agents import get_policy, play
+
+    return play(make(env, scenario, seed, max_steps=max_steps), get_policy(env, policy))
+
+
+def _register_gym_ids() -> None:
+    for s in specs().values():
+        if s.gym_id not in gymnasium.registry:
+            gymnasium.register(
+                id=s.gym_id,
+                entry_point="opsgym.adapters.gym:OpsEnv",
+                kwargs={"env": s.name},
+                max_episode_steps=s.max_steps,
+            )
+
+
+_register_gym_ids()
+
+__all__ = [
+    "Episode",
+    "OpsgymError",
+    "ReplayResult",
+    "StepResult",
+    "Verdict",
+    "list_envs",
+    "make",
+    "replay",
+    "run",
+    "scenarios",
+    "seeds",
+    "split_of",
+]

@@ -1,0 +1,1 @@
+"""Adapters: how an agent meets an episode (Gymnasium, tool-calling JSON, server, MCP)."""

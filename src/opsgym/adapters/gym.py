@@ -1,0 +1,108 @@
+"""The Gymnasium face of any opsgym world.
+
+``gymnasium.make("opsgym/Release-v0", scenario="deploy_timeout")`` after ``import opsgym``.
+The observation is the world's vector view (its ``encode.py`` documents each index), the
+action space is ``Discrete(n)`` over the world's action catalogue, ``action_masks()`` marks the
+calls whose preconditions hold (for sb3-contrib's MaskablePPO), the time limit comes from the
+registration, and at the end ``info["verdict"]`` holds the judge's verdict.
+``env.unwrapped.episode`` is the underlying :class:`~opsgym.core.episode.Episode`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from opsgym.core.episode import Episode
+from opsgym.registry import catalogue, spec
+
+
+class OpsEnv(gym.Env[np.ndarray, np.int64]):
+    """A Gymnasium environment over one opsgym world.
+
+    Args:
+        env: The world's name (``release``, ...).
+        scenario: Fault family; the world's first when ``None``. ``reset(options={"scenario":
+            ...})`` switches it for one episode.
+        overrides: Hidden facts to force (see ``opsgym.make``).
+        render_mode: ``None`` or ``"ansi"`` (the last event as text).
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        env: str = "release",
+        scenario: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ):
+        self._ops = spec(env)
+        self._scenario = self._ops.scenario(scenario)
+        self._overrides = overrides
+        self._encoder = self._ops.encoder()
+        self._actions = catalogue(env)
+        self._raw = [args.model_dump(mode="json") for _, args in self._actions]
+        self.action_space = gym.spaces.Discrete(len(self._actions))
+        self.observation_space = gym.spaces.Box(
+            self._encoder.low, self._encoder.high, (self._encoder.size,), np.float32
+        )
+        self.render_mode = render_mode
+        self.episode: Episode | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode; its seed comes from ``seed`` or from the env's seeded stream."""
+        super().reset(seed=seed)
+        options = options or {}
+        scenario = self._ops.scenario(options["scenario"]) if "scenario" in options else self._scenario
+        limit = self.spec.max_episode_steps if self.spec is not None else None
+        self.episode = Episode(
+            self._ops,
+            scenario,
+            int(self.np_random.integers(2**31 - 1)),
+            max_steps=limit or self._ops.max_steps,
+            overrides=options.get("overrides", self._overrides),
+        )
+        return self._encoder.encode(self.episode), {"scenario": scenario.name, "seed": self.episode.seed}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Carry out catalogue action ``action``."""
+        episode = self.episode
+        if episode is None:
+            raise gym.error.ResetNeeded("Call reset() before step().")
+        index = int(action)
+        if not 0 <= index < len(self._actions):
+            raise ValueError(f"action must be in [0, {len(self._actions)}), got {action!r}")
+        tool, args = self._actions[index]
+        result = episode.step_call(tool, args, raw=self._raw[index])
+        info: dict[str, Any] = {"report": result.report, "rejected": result.rejected,
+                                "components": result.components}
+        if result.done:
+            info["verdict"] = episode.verdict.to_dict()
+            info["outcome"] = episode.verdict.outcome
+        return (self._encoder.encode(episode), result.reward, result.terminated,
+                result.truncated, info)
+
+    def action_masks(self) -> np.ndarray:
+        """Which catalogue actions would pass validation now (judged on the agent's view)."""
+        episode = self.episode
+        view = episode.world.view
+        return np.fromiter(
+            (tool.check(view, args) is None for tool, args in self._actions),
+            dtype=bool,
+            count=len(self._actions),
+        )
+
+    def render(self) -> str | None:
+        """The last event, as the agent saw it."""
+        if self.render_mode != "ansi" or self.episode is None:
+            return None
+        if not self.episode.events:
+            return f"step   0 t=   0.0  {self.episode.env}/{self.episode.scenario.name} begins"
+        e = self.episode.events[-1]
+        status = f"REJECTED ({e['rejected']})" if e["rejected"] else e["report"]
+        return f"step {e['step']:>3} t={e['clock']:6.1f}  {e['tool']}({e['args']}) -> {status}"

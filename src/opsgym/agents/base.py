@@ -1,0 +1,75 @@
+"""The Policy protocol, the generic random policy, and the loop that plays an episode."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from opsgym.core.episode import Episode
+from opsgym.core.errors import UnknownNameError
+from opsgym.registry import catalogue, legal_actions, spec
+
+Call = tuple[str, dict[str, Any]]
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that picks the next call from what the agent can see.
+
+    ``obs`` is ``Episode.observe()``; ``legal`` lists the catalogue calls that pass validation
+    now (a policy may also call anything else and be rejected).
+    """
+
+    name: str
+
+    def reset(self, seed: int | None = None) -> None:
+        """Prepare for a new episode."""
+
+    def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
+        """The next ``(tool, args)``."""
+
+
+class RandomPolicy:
+    """Uniform over the legal catalogue calls, from its own generator seeded by the episode's
+    seed (so it never touches the world's stream)."""
+
+    name = "random"
+
+    def __init__(self) -> None:
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reseed."""
+        self._rng = np.random.default_rng([0x0B5, seed or 0])
+
+    def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
+        """A uniformly drawn legal call, or ``complete`` when none is legal."""
+        if not legal:
+            return "complete", {}
+        return legal[int(self._rng.integers(len(legal)))]
+
+
+def get_policy(env: str, name: str) -> Policy:
+    """A fresh policy called ``name`` for ``env`` (``random`` works for every env)."""
+    if name == "random":
+        return RandomPolicy()
+    scripted = spec(env).policies
+    if name not in scripted:
+        raise UnknownNameError(f"policy for {env!r}", name, ["random", *scripted])
+    return scripted[name]()
+
+
+def legal_calls(episode: Episode) -> list[Call]:
+    """The catalogue calls that pass validation now, as ``(tool, args)``."""
+    table = catalogue(episode.env)
+    return [(table[i][0].name, table[i][1].model_dump()) for i in legal_actions(episode)]
+
+
+def play(episode: Episode, policy: Policy) -> Episode:
+    """Let ``policy`` act until the episode ends; return the episode."""
+    policy.reset(episode.seed)
+    while not episode.done:
+        name, args = policy.act(episode.observe(), legal_calls(episode))
+        episode.step(name, args)
+    return episode

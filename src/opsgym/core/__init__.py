@@ -1,0 +1,1 @@
+"""World-agnostic machinery shared by every opsgym environment."""

@@ -1,0 +1,277 @@
+"""Episode: the step pipeline every call goes through.
+
+``validate -> apply -> reward -> record -> judge``. A call that fails validation (unknown
+tool, bad arguments, unmet precondition) is recorded with its reason, costs the ``invalid``
+component, and changes nothing in the world. The trajectory is a list of events; each record
+chains them with SHA-256 so that any later edit is detectable.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opsgym.core.errors import EpisodeDoneError
+from opsgym.core.judge import Verdict
+from opsgym.core.rewards import RewardLedger
+from opsgym.core.scenarios import Scenario, check_seed
+from opsgym.core.spec import EnvSpec
+from opsgym.core.tools import Args, Tool
+
+RECORD_FORMAT = "opsgym.record/1"
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What one call returned.
+
+    Attributes:
+        report: What the tool said (may mislead), or ``{"error": reason}`` when rejected.
+        reward: Sum of this step's weighted reward components.
+        done: Whether the episode has ended.
+        rejected: Why the call was rejected, or ``None`` if it ran.
+        terminated: Ended by the world or the judge (complete accepted, deadline, disaster).
+        truncated: Ended because the step budget ran out.
+        components: This step's reward by component.
+    """
+
+    report: dict[str, Any]
+    reward: float
+    done: bool
+    rejected: str | None
+    terminated: bool
+    truncated: bool
+    components: dict[str, float]
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of ``value``; anything else becomes its ``repr`` (never raises)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return repr(value)
+
+
+def canonical(obj: Any) -> bytes:
+    """The canonical bytes of a JSON value, as hashed in records."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def chain(events: list[dict[str, Any]], seed_hash: str = "") -> list[str]:
+    """The hash chain over ``events`` (each event without its own ``hash`` key)."""
+    hashes, prev = [], seed_hash
+    for event in events:
+        body = {k: v for k, v in event.items() if k != "hash"}
+        prev = hashlib.sha256(prev.encode() + canonical(body)).hexdigest()
+        hashes.append(prev)
+    return hashes
+
+
+class Episode:
+    """One run of one scenario of one environment from one seed.
+
+    Prefer :func:`opsgym.make`. ``observe()``, ``tools``, ``step()``, ``verdict`` and
+    ``record()`` are the whole interface an agent needs.
+
+    Args:
+        spec: The environment.
+        scenario: The fault family.
+        seed: Seeds the episode's only random generator.
+        max_steps: Step budget (``None`` for the environment's default, ``0`` for none).
+        overrides: Hidden facts forced to given values (see :class:`opsgym.core.world.World`).
+    """
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        scenario: Scenario,
+        seed: int,
+        *,
+        max_steps: int | None = None,
+        overrides: dict[str, Any] | None = None,
+    ):
+        self.spec = spec
+        self.scenario = scenario
+        self.seed = check_seed(seed)
+        self.max_steps = spec.max_steps if max_steps is None else int(max_steps)
+        self.overrides = jsonable(dict(overrides or {}))
+        self.rewards = RewardLedger(spec.rewards)
+        self.world = spec.world(scenario, np.random.default_rng(seed), self.rewards, self.overrides)
+        self.events: list[dict[str, Any]] = []
+        self.steps = 0
+        self.verdict: Verdict | None = None
+        self.done = False
+        self.truncated = False
+        self._last: dict[str, Any] | None = None
+
+    # -- what the agent sees -------------------------------------------------------------
+
+    @property
+    def env(self) -> str:
+        """Name of the environment."""
+        return self.spec.name
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI-style function schemas of every tool."""
+        return [t.schema for t in self.world.tools.values()]
+
+    def observe(self) -> dict[str, Any]:
+        """The agent's view: the world's reports plus the episode's own counters."""
+        obs = self.world.observe()
+        obs["step"] = self.steps
+        obs["steps_left"] = self.max_steps - self.steps if self.max_steps else None
+        obs["last"] = self._last
+        obs["done"] = self.done
+        return obs
+
+    def legal(self, call: tuple[str, Args | None]) -> bool:
+        """Whether ``(tool, args)`` would pass validation now (judged on the agent's view)."""
+        tool = self.world.tools.get(call[0])
+        if tool is None or self.done:
+            return False
+        args = tool.default if call[1] is None else call[1]
+        return args is not None and tool.check(self.world.view, args) is None
+
+    # -- acting -------------------------------------------------------------------------
+
+    def step(self, tool: str, args: dict[str, Any] | None = None) -> StepResult:
+        """Validate and carry out one call.
+
+        Never raises for bad input from the agent: an unknown tool, malformed arguments or an
+        unmet precondition make a rejected step. Raises :class:`EpisodeDoneError` only when the
+        episode is over.
+        """
+        if self.done:
+            raise EpisodeDoneError(
+                f"Episode {self.env}/{self.scenario.name}/seed={self.seed} is over "
+                f"(outcome {self.verdict.outcome if self.verdict else None!r}); make a new one."
+            )
+        name, raw = jsonable(tool), jsonable(args)
+        spec = self.world.tools.get(name) if isinstance(name, str) else None
+        if spec is None:
+            close = difflib.get_close_matches(str(name), list(self.world.tools), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            return self._run(name, raw, None, None, f"unknown tool {name!r}{hint}")
+        parsed = spec.parse(raw)
+        if isinstance(parsed, str):
+            return self._run(name, raw, spec, None, parsed)
+        return self._run(name, raw, spec, parsed, spec.check(self.world.view, parsed))
+
+    def step_call(self, tool: Tool, args: Args, raw: dict[str, Any] | None = None) -> StepResult:
+        """Fast path for adapters holding a ready ``Tool`` and validated ``Args``.
+
+        Preconditions are still checked; only parsing is skipped. ``raw`` is the arguments'
+        JSON form, if the caller has it at hand.
+        """
+        if self.done:
+            raise EpisodeDoneError(f"Episode {self.env}/{self.scenario.name} is over.")
+        raw = args.model_dump(mode="json") if raw is None else raw
+        return self._run(tool.name, raw, tool, args, tool.check(self.world.view, args))
+
+    def _run(
+        self, name: Any, raw: Any, tool: Tool | None, args: Args | None, rejected: str | None
+    ) -> StepResult:
+        world, rewards = self.world, self.rewards
+        self.steps += 1
+        rewards.add("step")
+        judged: Verdict | None = None
+        if rejected is not None:
+            rewards.add("invalid")
+            report: dict[str, Any] = {"error": rejected}
+        else:
+            report = world.apply(tool, args)
+            if tool.terminal:
+                judged = self.spec.judge.evaluate(world.truth(), self.events, completing=True)
+                if judged.accepted:
+                    self._finish(judged)
+                else:
+                    rewards.add("premature")
+                    report = {"accepted": False, "message": "the judge did not accept completion"}
+        terminated = self.done
+        if not self.done:
+            if world.ended or (world.deadline is not None and world.clock >= world.deadline):
+                terminated = True
+            elif self.max_steps and self.steps >= self.max_steps:
+                self.truncated = True
+            if terminated or self.truncated:
+                self._finish(self.spec.judge.evaluate(world.truth(), self.events, completing=False))
+        components = rewards.close_step()
+        truth = world.truth()
+        if judged is not None:
+            truth["judge"] = judged.to_dict()
+        self.events.append(
+            {
+                "step": self.steps,
+                "tool": name,
+                "args": raw,
+                "rejected": rejected,
+                "report": report,
+                "reward": components,
+                "clock": world.clock,
+                "done": self.done,
+                "truth": truth,
+            }
+        )
+        self._last = {"tool": name, "rejected": rejected, "report": report}
+        return StepResult(
+            report=report,
+            reward=sum(components.values()),
+            done=self.done,
+            rejected=rejected,
+            terminated=terminated,
+            truncated=self.truncated,
+            components=components,
+        )
+
+    def _finish(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        self.done = True
+        self.rewards.add("terminal", self.spec.outcome_rewards.get(verdict.outcome, 0.0))
+
+    # -- after the fact -----------------------------------------------------------------
+
+    @property
+    def total_reward(self) -> float:
+        """Sum of all rewards so far."""
+        return self.rewards.total
+
+    def record(self) -> dict[str, Any]:
+        """The episode as a JSON-serialisable, hash-chained record.
+
+        Each event carries the call, what the tool reported, the reward components and,
+        under ``truth``, what was actually true after the call. ``opsgym.replay`` recomputes
+        it from ``(env, scenario, seed, overrides, calls)``.
+        """
+        events = [dict(e) for e in self.events]
+        for event, digest in zip(events, chain(events)):
+            event["hash"] = digest
+        return {
+            "format": RECORD_FORMAT,
+            "env": self.env,
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "max_steps": self.max_steps,
+            "overrides": self.overrides,
+            "calls": [{"tool": e["tool"], "args": e["args"]} for e in events],
+            "events": events,
+            "verdict": self.verdict.to_dict() if self.verdict else None,
+            "return": self.rewards.total,
+            "rewards": dict(self.rewards.totals),
+            "hash": events[-1]["hash"] if events else "",
+        }

@@ -1,0 +1,44 @@
+"""The exception hierarchy of opsgym.
+
+Domain failures (a rejected call, a deploy that timed out) are values, never exceptions.
+These are for programming errors: a wrong id, a bad seed, a step after the end. Each message
+says what was wrong, the actual value, and what to do instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class OpsgymError(Exception):
+    """Base class of every error opsgym raises on purpose."""
+
+
+class UnknownNameError(OpsgymError, KeyError):
+    """A name (environment, scenario, policy, split) that is not registered."""
+
+    def __init__(self, kind: str, name: object, known: Iterable[str]):
+        known = sorted(known)
+        close = difflib.get_close_matches(str(name), known, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        self.kind, self.name, self.known = kind, name, known
+        super().__init__(f"Unknown {kind} {name!r}.{hint} Known: {', '.join(known)}.")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return self.args[0]
+
+
+class InvalidSeedError(OpsgymError, ValueError):
+    """A seed that is not a non-negative integer."""
+
+    def __init__(self, seed: object):
+        super().__init__(f"Seed must be an int >= 0, got {seed!r}.")
+
+
+class EpisodeDoneError(OpsgymError, RuntimeError):
+    """A step on an episode that has already ended."""
+
+
+class RecordError(OpsgymError, ValueError):
+    """An episode record that cannot be read (missing field, wrong format)."""

@@ -1,0 +1,95 @@
+"""Replay: recompute an episode from its record and prove it matches.
+
+An episode is a function of ``(env, scenario, seed, overrides, calls)``. Replay runs the calls
+again on a fresh episode and compares every event, field by field, and the hash chain. The first
+difference names the step, the field and both values, so a tampered record or a behaviour change
+in an environment is found where it starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from opsgym.core.episode import RECORD_FORMAT, chain
+from opsgym.core.errors import RecordError
+
+_FIELDS = ("env", "scenario", "seed", "calls", "events")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """The outcome of a replay.
+
+    Attributes:
+        match: Whether the replayed episode equals the record exactly.
+        first_difference: ``None``, or ``{"step", "field", "recorded", "replayed"}``
+            (``step`` 0 means a field of the record itself).
+        recorded_hash: The record's final hash.
+        replayed_hash: The final hash of the recomputed episode.
+    """
+
+    match: bool
+    first_difference: dict[str, Any] | None
+    recorded_hash: str
+    replayed_hash: str
+
+
+def _first_field(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:
+    for key in sorted(set(recorded) | set(replayed)):
+        if recorded.get(key) != replayed.get(key):
+            return key
+    return None
+
+
+def replay(record: dict[str, Any]) -> ReplayResult:
+    """Recompute ``record`` and compare. Raises :class:`RecordError` if it cannot be read."""
+    from opsgym.registry import make  # the registry imports every env; keep core import-light
+
+    if not isinstance(record, dict):
+        raise RecordError(f"A record must be a dict, got {type(record).__name__}.")
+    missing = [f for f in _FIELDS if f not in record]
+    if missing:
+        raise RecordError(f"Record is missing {', '.join(missing)}; was it made by record()?")
+    if record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
+        raise RecordError(f"Record format {record['format']!r} is not {RECORD_FORMAT!r}.")
+    calls = record["calls"]
+    episode = make(
+        record["env"],
+        scenario=record["scenario"],
+        seed=record["seed"],
+        max_steps=record.get("max_steps"),
+        overrides=record.get("overrides") or None,
+    )
+    for call in calls:
+        if episode.done:
+            break
+        episode.step(call.get("tool"), call.get("args"))
+    fresh = episode.record()
+    recorded_events = record["events"]
+    diff = None
+    for i, (old, new) in enumerate(zip(recorded_events, fresh["events"])):
+        body_old = {k: v for k, v in old.items() if k != "hash"}
+        body_new = {k: v for k, v in new.items() if k != "hash"}
+        name = _first_field(body_old, body_new)
+        if name is None and old.get("hash") != new["hash"]:
+            name = "hash"
+        if name is not None:
+            step = old.get("step", i + 1)
+            diff = {"step": step, "field": name, "recorded": old.get(name), "replayed": new.get(name)}
+            break
+    if diff is None and len(recorded_events) != len(fresh["events"]):
+        diff = {
+            "step": min(len(recorded_events), len(fresh["events"])) + 1,
+            "field": "events",
+            "recorded": len(recorded_events),
+            "replayed": len(fresh["events"]),
+        }
+    if diff is None:
+        chained = chain(recorded_events)
+        if record.get("hash", chained[-1] if chained else "") != (chained[-1] if chained else ""):
+            diff = {"step": 0, "field": "hash", "recorded": record.get("hash"), "replayed": fresh["hash"]}
+        elif record.get("verdict") != fresh["verdict"]:
+            diff = {"step": 0, "field": "verdict", "recorded": record.get("verdict"),
+                    "replayed": fresh["verdict"]}
+    return ReplayResult(diff is None, diff, str(record.get("hash", "")), fresh["hash"])

@@ -1,0 +1,73 @@
+"""EnvSpec: everything the adapters need to know about one environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from opsgym.core.errors import UnknownNameError
+from opsgym.core.judge import Judge
+from opsgym.core.scenarios import Scenario
+from opsgym.core.world import World
+
+if TYPE_CHECKING:
+    from opsgym.core.episode import Episode
+
+
+class Encoder(Protocol):
+    """The vector view of an environment, for the Gymnasium face.
+
+    ``actions`` is the discrete action catalogue: index ``i`` is the call
+    ``(tool, args)``. ``encode`` must read only the agent's view.
+    """
+
+    size: int
+    low: float
+    high: float
+    actions: Sequence[tuple[str, dict[str, Any]]]
+
+    def encode(self, episode: Episode) -> np.ndarray:
+        """The observation vector of ``episode`` now."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build and judge one environment.
+
+    Attributes:
+        name: Short id, as in ``opsgym.make(name)``.
+        gym_id: Versioned Gymnasium id, e.g. ``opsgym/Release-v0``.
+        world: The World subclass.
+        judge: The judge.
+        scenarios: The fault families, the first being the default.
+        rewards: Weight of each reward component.
+        outcome_rewards: Terminal reward of each outcome.
+        max_steps: Default step budget of an episode (also the Gym time limit).
+        encoder: Factory of the vector view used by the Gym face.
+        policies: Scripted policies by name (``random`` is generic and always available).
+        safe_outcomes: Outcomes that count as a safe end of the episode.
+    """
+
+    name: str
+    gym_id: str
+    world: type[World]
+    judge: Judge
+    scenarios: tuple[Scenario, ...]
+    rewards: dict[str, float]
+    outcome_rewards: dict[str, float]
+    max_steps: int
+    encoder: Callable[[], Encoder]
+    policies: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    safe_outcomes: frozenset[str] = frozenset()
+
+    def scenario(self, name: str | None) -> Scenario:
+        """The scenario called ``name`` (the first one when ``None``)."""
+        if name is None:
+            return self.scenarios[0]
+        for s in self.scenarios:
+            if s.name == name:
+                return s
+        raise UnknownNameError(f"scenario of {self.name!r}", name, [s.name for s in self.scenarios])

@@ -1,0 +1,1 @@
+"""Environments: one subpackage each, each defining ``SPEC``."""

@@ -1,0 +1,464 @@
+"""The blue-green release world: truth, the agent's view, and the ten tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from opsgym.core.errors import UnknownNameError
+from opsgym.core.tools import Args, NoArgs, tool
+from opsgym.core.world import World
+from opsgym.envs.release.scenarios import draw
+
+CANARY_SHARE = 0.10
+"""Above this share of traffic a v2 that degrades under load is no longer healthy."""
+ERROR_RATE_ALARM = 0.01
+"""An error rate above this in a health report is a warning sign even when status is healthy."""
+LADDER = (10, 50, 100)
+"""The canary ladder that ``shift_traffic`` climbs when no percent is given."""
+
+
+@dataclass(slots=True)
+class Truth:
+    """What is really so. Never shown to the agent during an episode."""
+
+    staged: bool = False
+    green_deployed: bool = False
+    green_restarts: int = 0
+    schema: int = 1
+    schema_writes: int = 0
+    corrupted: bool = False
+    green_share: float = 0.0
+    changed_at: dict[str, float] = field(default_factory=lambda: {"green": 0.0, "blue": 0.0})
+    full_load_since: float | None = None
+    downtime: float = 0.0
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class View:
+    """What the agent has been told. The only input to observations and preconditions."""
+
+    staged: bool = False
+    deploy: str = "none"  # none | ok | timeout | committed | absent
+    migration: str = "none"  # none | ok | no_ack | applied | absent
+    schema: int = 1
+    requested_green: int = 0
+    observed_green: int | None = None
+    rolled_back: bool = False
+    changed_at: dict[str, float] = field(default_factory=lambda: {"green": 0.0, "blue": 0.0})
+    traffic_changed_at: float | None = None
+    health: dict[str, dict[str, Any] | None] = field(
+        default_factory=lambda: {"green": None, "blue": None}
+    )
+    verify: dict[str, Any] | None = None
+    retryable: str | None = None
+    blind_retries: int = 0
+
+    def unresolved(self) -> list[str]:
+        """Operations whose outcome was ambiguous and has not been inspected."""
+        return [op for op, s in (("deploy", self.deploy), ("migration", self.migration))
+                if s in ("timeout", "no_ack")]
+
+    def deploy_confirmed(self) -> bool:
+        """Whether v2 is known to run on green."""
+        return self.deploy in ("ok", "committed")
+
+
+# -- preconditions: functions of the view only ------------------------------------------
+
+
+def _not_staged(view: View, args: Args) -> str | None:
+    """v2 is not staged yet"""
+    return "v2 is already staged" if view.staged else None
+
+
+def _staged(view: View, args: Args) -> str | None:
+    """v2 is staged (call stage first)"""
+    return None if view.staged else "v2 is not staged; call stage first"
+
+
+def _no_deploy_in_flight(view: View, args: Args) -> str | None:
+    """no deploy of v2 is done or unresolved (use inspect or retry after a timeout)"""
+    if view.deploy in ("none", "absent"):
+        return None
+    if view.deploy == "timeout":
+        return "the last deploy timed out and is unresolved; inspect it, or retry"
+    return "v2 is already deployed on green"
+
+
+def _deploy_confirmed(view: View, args: Args) -> str | None:
+    """the v2 deploy is confirmed, by a success report or an inspection"""
+    return None if view.deploy_confirmed() else f"the v2 deploy is not confirmed (state: {view.deploy})"
+
+
+def _migration_not_started(view: View, args: Args) -> str | None:
+    """the schema is not known to be v2 and no migration is unresolved"""
+    if view.migration == "no_ack":
+        return "the last migration was not acknowledged; inspect it, or retry"
+    if view.schema == 2:
+        return "the schema is already v2"
+    return None
+
+
+def _something_to_retry(view: View, args: Args) -> str | None:
+    """the last deploy or migration reported a timeout, a lost acknowledgement or was found absent"""
+    return None if view.retryable else "no failed or unresolved operation to retry"
+
+
+def _deploy_attempted(view: View, args: Args) -> str | None:
+    """a v2 deploy has been attempted"""
+    return None if view.deploy != "none" else "nothing to roll back: no v2 deploy was attempted"
+
+
+# -- arguments --------------------------------------------------------------------------
+
+
+class InspectArgs(Args):
+    """Arguments of ``inspect``."""
+
+    target: Literal["all", "deploy", "migration", "router"] = Field(
+        "all", description="What to read: the deploy, the migration ledger, the router, or all."
+    )
+
+
+class HealthArgs(Args):
+    """Arguments of ``health_check``."""
+
+    target: Literal["auto", "green", "blue"] = Field(
+        "auto",
+        description="Pool to probe. 'auto' is green while v2 is (being) released, blue after a "
+        "rollback or before any deploy.",
+    )
+
+
+class ShiftArgs(Args):
+    """Arguments of ``shift_traffic``."""
+
+    percent: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="Share of traffic for green (v2), 0-100. Omitted: re-apply the last request "
+        "if the router was seen short of it, else climb the canary ladder 10 -> 50 -> 100.",
+    )
+
+
+class Release(World):
+    """A web frontend, an API and a database; v1 live on blue, v2 candidate on green."""
+
+    deadline = 150.0
+
+    def __init__(self, scenario, rng, rewards, overrides=None):
+        super().__init__(scenario, rng, rewards, overrides)
+        facts = draw(scenario, rng)
+        unknown = set(self.overrides) - set(facts)
+        if unknown:
+            raise UnknownNameError("release override", sorted(unknown)[0], facts)
+        facts.update(self.overrides)
+        self.facts = facts
+        self.t = Truth(facts=facts)
+        self.view = View()
+        self._deploys = 0
+        self._shifts = 0
+        self._milestones: set[str] = set()
+        # The health endpoints' cache: the last probe of each pool, from the window's start.
+        self._cache = {p: {"target": p, "status": "healthy", "checked_at": 0.0, "restarts": 0,
+                           "error_rate": 0.002} for p in ("green", "blue")}
+
+    # -- truth helpers ---------------------------------------------------------------
+
+    def _green_ok(self) -> bool:
+        """Whether green truly serves requests correctly at its current load."""
+        t, f = self.t, self.facts
+        if not t.green_deployed or f["v2_broken"] or f["v2_flapping"] or t.schema != 2:
+            return False
+        return not (f["v2_degrades"] and t.green_share > CANARY_SHARE)
+
+    def _green_failing_now(self) -> bool:
+        """Whether green's failure shows in requests yet (load degradation takes a while)."""
+        if self._green_ok():
+            return False
+        t, f = self.t, self.facts
+        only_load = t.green_deployed and t.schema == 2 and not (f["v2_broken"] or f["v2_flapping"])
+        if only_load and t.full_load_since is not None:
+            return self.clock - t.full_load_since >= f["degrade_after"]
+        return True
+
+    def _change(self, target: str) -> None:
+        self.t.changed_at[target] = self.clock
+        self.view.changed_at[target] = self.clock
+
+    def _progress(self, milestone: str) -> None:
+        if milestone not in self._milestones:
+            self._milestones.add(milestone)
+            self.rewards.add("progress")
+
+    def advance(self, minutes: float) -> None:
+        """Let time pass; traffic on a target that fails costs ``downtime``."""
+        share = self.t.green_share
+        bad = 0.0 if self._green_ok() else share
+        if bad and minutes:
+            self.rewards.add("downtime", bad * minutes)
+            self.t.downtime += bad * minutes
+        super().advance(minutes)
+
+    def _set_green_share(self, share: float) -> None:
+        t = self.t
+        t.green_share = share
+        if share > CANARY_SHARE and t.full_load_since is None:
+            t.full_load_since = self.clock
+        elif share <= CANARY_SHARE:
+            t.full_load_since = None
+        if share > 0 and not self._green_ok():
+            self.rewards.add("unsafe")
+
+    # -- tools, in action order ------------------------------------------------------
+
+    @tool(InspectArgs, minutes=1.0)
+    def inspect(self, args: InspectArgs) -> dict[str, Any]:
+        """Read the control plane directly: what green runs, the migration ledger, the router's
+        effective split. Slow but authoritative; resolves an ambiguous deploy or migration."""
+        t, v = self.t, self.view
+        report: dict[str, Any] = {"checked_at": self.clock}
+        if args.target in ("all", "deploy"):
+            report["green_version"] = "v2" if t.green_deployed else "v1"
+            if v.deploy == "timeout":
+                v.deploy = "committed" if t.green_deployed else "absent"
+                v.retryable = self._after_inspection("deploy", v.deploy == "absent")
+            if v.deploy == "committed":
+                self._progress("deployed")
+        if args.target in ("all", "migration"):
+            report["schema"] = t.schema
+            report["migration_applied"] = t.schema_writes
+            if v.migration == "no_ack":
+                v.migration = "applied" if t.schema == 2 else "absent"
+                v.retryable = self._after_inspection("migration", v.migration == "absent")
+            v.schema = t.schema
+            if v.schema == 2:
+                self._progress("migrated")
+        if args.target in ("all", "router"):
+            report["green_percent"] = round(100 * t.green_share)
+            v.observed_green = report["green_percent"]
+        return report
+
+    def _after_inspection(self, op: str, absent: bool) -> str | None:
+        """What ``retry`` targets once ``op`` is resolved: ``op`` if it never happened."""
+        if absent:
+            return op
+        return None if self.view.retryable == op else self.view.retryable
+
+    @tool(requires=(_not_staged,), minutes=3.0)
+    def stage(self, args: NoArgs) -> dict[str, Any]:
+        """Copy the v2 artifacts to the green pool, ready to deploy."""
+        self.t.staged = self.view.staged = True
+        self._progress("staged")
+        return {"operation": "stage", "status": "ok"}
+
+    @tool(requires=(_staged, _no_deploy_in_flight))
+    def deploy(self, args: NoArgs) -> dict[str, Any]:
+        """Deploy v2 on the green pool (no traffic moves). May time out; a timeout does not
+        say whether the deploy committed."""
+        self._deploys += 1
+        self.advance(self.facts["deploy_minutes"])
+        if self.scenario.has("deploy_timeout") and self._deploys == 1:
+            self.advance(10.0)
+            if self.facts["deploy_committed"]:
+                self._commit_deploy()
+            self.view.deploy, self.view.retryable = "timeout", "deploy"
+            self.view.changed_at["green"] = self.clock
+            return {"operation": "deploy", "status": "timeout", "ambiguous": True,
+                    "message": "the deploy controller did not answer within 10 minutes"}
+        self._commit_deploy()
+        self.view.deploy, self.view.retryable = "ok", None
+        self._progress("deployed")
+        return {"operation": "deploy", "status": "ok"}
+
+    def _commit_deploy(self) -> None:
+        t = self.t
+        if t.green_deployed:  # a second rollout over a running v2: the pool restarts
+            t.green_restarts = 0
+        t.green_deployed = True
+        self._change("green")
+
+    @tool(HealthArgs, minutes=1.0)
+    def health_check(self, args: HealthArgs) -> dict[str, Any]:
+        """Probe a pool's health endpoint. The report carries checked_at (when the evidence was
+        gathered), restarts and error_rate; a careful reader checks all three."""
+        v, t, f = self.view, self.t, self.facts
+        target = args.target
+        if target == "auto":
+            target = "blue" if v.rolled_back or v.deploy == "none" else "green"
+        u = self.rng.random(2)  # drawn on every probe, whatever the truth, to keep streams aligned
+        if target == "green" and not v.deploy_confirmed():
+            report = {"target": "green", "status": "unknown", "checked_at": self.clock,
+                      "message": f"green's rollout state is {v.deploy}; nothing to probe"}
+            v.health["green"] = report
+            return report
+        if self.clock < t.changed_at[target] + f["stale_minutes"]:
+            report = dict(self._cache[target])
+        else:
+            report = self._cache[target] = self._probe(target, u)
+            report = dict(report)
+        v.health[target] = report
+        if report["status"] == "healthy" and report["checked_at"] >= v.changed_at[target]:
+            self._progress(f"healthy_{target}")
+        return report
+
+    def _probe(self, target: str, u: Any) -> dict[str, Any]:
+        t, f = self.t, self.facts
+        status, restarts, error_rate = "healthy", 0, round(0.001 + 0.004 * float(u[1]), 4)
+        if target == "green":
+            if f["v2_broken"]:
+                status, error_rate = "unhealthy", round(0.4 + 0.5 * float(u[1]), 3)
+            elif f["v2_flapping"]:
+                t.green_restarts += 1 + int(u[1] < 0.5)
+                restarts = t.green_restarts
+                status = "healthy" if u[0] < 0.6 else "unhealthy"
+            elif f["v2_degrades"] and t.green_share > 0:
+                error_rate = round(0.02 + 0.04 * float(u[1]), 4)
+                if self._green_failing_now():
+                    status, error_rate = "unhealthy", round(0.2 + 0.3 * float(u[1]), 3)
+        return {"target": target, "status": status, "checked_at": self.clock,
+                "restarts": restarts, "error_rate": error_rate}
+
+    @tool(ShiftArgs, requires=(_deploy_confirmed,), minutes=2.0)
+    def shift_traffic(self, args: ShiftArgs) -> dict[str, Any]:
+        """Set the router's share of traffic for green (v2); blue gets the rest."""
+        v = self.view
+        percent = args.percent
+        if percent is None:
+            if v.observed_green is not None and v.observed_green < v.requested_green:
+                percent = v.requested_green
+            else:
+                percent = next((p for p in LADDER if p > v.requested_green), 100)
+        self._shifts += 1
+        fraction = self.facts["shift_fraction"] if self._shifts == 1 else 1.0
+        applied = percent if percent <= self.t.green_share * 100 else round(percent * fraction)
+        self._set_green_share(applied / 100)
+        v.requested_green, v.observed_green, v.rolled_back = percent, None, False
+        self._change("green")
+        self._change("blue")
+        v.traffic_changed_at = self.clock
+        return {"operation": "shift_traffic", "status": "ok", "green_percent": percent}
+
+    @tool(requires=(_migration_not_started,))
+    def migrate(self, args: NoArgs) -> dict[str, Any]:
+        """Apply the v2 schema migration (expand-only: v1 keeps working on it). Applying it
+        twice corrupts data."""
+        self.advance(self.facts["migrate_minutes"])
+        if self.scenario.has("migration_ack_lost"):
+            if self.facts["migration_written"]:
+                self._write_schema()
+            self.view.migration, self.view.retryable = "no_ack", "migration"
+            return {"operation": "migrate", "status": "no_acknowledgement", "ambiguous": True,
+                    "message": "the migration runner exited without acknowledging the write"}
+        self._write_schema()
+        self.view.migration, self.view.schema, self.view.retryable = "ok", 2, None
+        self._progress("migrated")
+        return {"operation": "migrate", "status": "ok", "schema": 2}
+
+    def _write_schema(self) -> None:
+        t = self.t
+        t.schema_writes += 1
+        if t.schema_writes > 1:
+            t.corrupted = True
+            self.rewards.add("unsafe")
+            self.ended = "the migration was applied twice and corrupted data"
+        t.schema = 2
+
+    @tool(minutes=2.0)
+    def verify(self, args: NoArgs) -> dict[str, Any]:
+        """Run synthetic end-to-end transactions through the router, independently of the
+        health endpoints; reports how many failed and the split it observed."""
+        t = self.t
+        u = self.rng.random()
+        green_down = self._green_failing_now()
+        if self.facts["v2_flapping"] and t.green_deployed:
+            green_down = u < 0.5
+        failures = round(20 * t.green_share) if green_down else 0
+        report = {"passed": failures == 0, "failures": failures, "transactions": 20,
+                  "green_percent": round(100 * t.green_share), "checked_at": self.clock}
+        self.view.verify = report
+        self.view.observed_green = report["green_percent"]
+        if report["passed"]:
+            self._progress("verified_green" if t.green_share == 1.0 else "verified")
+        return report
+
+    @tool(requires=(_something_to_retry,))
+    def retry(self, args: NoArgs) -> dict[str, Any]:
+        """Run the last failed or unresolved deploy or migration again."""
+        v = self.view
+        op = v.retryable
+        if op in v.unresolved():
+            v.blind_retries += 1
+            self.rewards.add("retry")
+        if op == "deploy":
+            self.advance(self.facts["deploy_minutes"])
+            self._commit_deploy()
+            v.deploy, v.retryable = "ok", None
+            self._progress("deployed")
+            return {"operation": "deploy", "status": "ok", "retried": True}
+        self.advance(self.facts["migrate_minutes"])
+        self._write_schema()
+        v.migration, v.schema, v.retryable = "ok", 2, None
+        return {"operation": "migrate", "status": "ok", "schema": 2, "retried": True}
+
+    @tool(requires=(_deploy_attempted,), minutes=2.0)
+    def rollback(self, args: NoArgs) -> dict[str, Any]:
+        """Send all traffic back to blue (v1) and take v2 out of the release."""
+        v = self.view
+        self._set_green_share(0.0)
+        v.requested_green, v.observed_green, v.rolled_back = 0, None, True
+        self._change("green")
+        self._change("blue")
+        v.traffic_changed_at = self.clock
+        return {"operation": "rollback", "status": "ok", "green_percent": 0}
+
+    @tool(terminal=True)
+    def complete(self, args: NoArgs) -> dict[str, Any]:
+        """Declare the release finished. An independent judge checks the real system; if it
+        does not accept, the episode goes on and the attempt is penalised."""
+        return {"accepted": True}
+
+    # -- views ---------------------------------------------------------------------------
+
+    def observe(self) -> dict[str, Any]:
+        """What the agent knows, from reports only."""
+        v = self.view
+        return {
+            "clock": self.clock,
+            "minutes_left": self.deadline - self.clock,
+            "staged": v.staged,
+            "deploy": v.deploy,
+            "migration": v.migration,
+            "schema": v.schema,
+            "requested_green_percent": v.requested_green,
+            "observed_green_percent": v.observed_green,
+            "rolled_back": v.rolled_back,
+            "last_change": dict(v.changed_at),
+            "traffic_changed_at": v.traffic_changed_at,
+            "health": {k: (dict(r) if r else None) for k, r in v.health.items()},
+            "verify": dict(v.verify) if v.verify else None,
+            "unresolved": v.unresolved(),
+            "retryable": v.retryable,
+        }
+
+    def truth(self) -> dict[str, Any]:
+        """The hidden state, for the judge and the record."""
+        t = self.t
+        return {
+            "green_deployed": t.green_deployed,
+            "green_share": t.green_share,
+            "green_healthy": self._green_ok(),
+            "schema": t.schema,
+            "schema_writes": t.schema_writes,
+            "corrupted": t.corrupted,
+            "changed_at": dict(t.changed_at),
+            "downtime": round(t.downtime, 6),
+            "v2_shippable": not (self.facts["v2_broken"] or self.facts["v2_flapping"]
+                                 or self.facts["v2_degrades"]),
+            "facts": dict(self.facts),
+        }

@@ -1,0 +1,89 @@
+"""Discovery of environments, and the functions of the public API that build episodes.
+
+An environment is a subpackage of ``opsgym.envs`` that defines ``SPEC`` (an
+:class:`~opsgym.core.spec.EnvSpec`). Adding one needs no change anywhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from typing import Any
+
+from opsgym.core.episode import Episode
+from opsgym.core.errors import UnknownNameError
+from opsgym.core.scenarios import check_seed, families
+from opsgym.core.spec import EnvSpec
+from opsgym.core.tools import Args, Tool
+
+
+@cache
+def specs() -> dict[str, EnvSpec]:
+    """Every registered environment, by name."""
+    import opsgym.envs as envs
+
+    found: dict[str, EnvSpec] = {}
+    for info in sorted(pkgutil.iter_modules(envs.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"opsgym.envs.{info.name}")
+        spec = getattr(module, "SPEC", None)
+        if isinstance(spec, EnvSpec):
+            found[spec.name] = spec
+    return found
+
+
+def spec(env: str) -> EnvSpec:
+    """The spec of ``env``; unknown names raise with close matches."""
+    try:
+        return specs()[env]
+    except (KeyError, TypeError):
+        raise UnknownNameError("environment", env, specs()) from None
+
+
+def list_envs() -> list[str]:
+    """Names of every environment, e.g. ``["fleet", "oversight", "release"]``."""
+    return list(specs())
+
+
+def scenarios(env: str, split: str = "train") -> list[str]:
+    """Names of the scenario families of ``env`` in ``split`` (held-out ones only in dev/test)."""
+    return families(spec(env).scenarios, split)
+
+
+def make(
+    env: str,
+    scenario: str | None = None,
+    seed: int = 0,
+    *,
+    max_steps: int | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Episode:
+    """Start an episode.
+
+    Args:
+        env: Environment name (see :func:`list_envs`).
+        scenario: Fault family (see :func:`scenarios`); the environment's first when ``None``.
+        seed: Seeds everything random in the episode.
+        max_steps: Step budget; ``None`` takes the environment's default.
+        overrides: Force hidden facts the seed would draw (leak tests, curricula, debugging).
+    """
+    s = spec(env)
+    return Episode(
+        s, s.scenario(scenario), check_seed(seed), max_steps=max_steps, overrides=overrides
+    )
+
+
+@cache
+def catalogue(env: str) -> tuple[tuple[Tool, Args], ...]:
+    """The discrete action catalogue of ``env``: index ``i`` is ``(tool, args)``."""
+    s = spec(env)
+    tools = s.world.tools
+    return tuple(
+        (tools[name], tools[name].args.model_validate(args)) for name, args in s.encoder().actions
+    )
+
+
+def legal_actions(episode: Episode) -> list[int]:
+    """Indices of the catalogue actions that pass validation now."""
+    view = episode.world.view
+    return [i for i, (t, a) in enumerate(catalogue(episode.env)) if t.check(view, a) is None]
