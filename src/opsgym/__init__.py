@@ -9,6 +9,8 @@ ep.observe(); ep.tools; ep.step("stage"); ep.verdict; ep.record()
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium
 
 from opsgym.core.episode import Episode, StepResult
@@ -28,11 +30,14 @@ def run(
     policy: str = "oracle",
     *,
     max_steps: int | None = None,
+    overrides: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> Episode:
     """Play one episode to the end with a named policy and return it."""
     from opsgym.agents import get_policy, play
 
-    return play(make(env, scenario, seed, max_steps=max_steps), get_policy(env, policy))
+    episode = make(env, scenario, seed, max_steps=max_steps, overrides=overrides, config=config)
+    return play(episode, get_policy(env, policy))
 
 
 def _register_gym_ids() -> None:

@@ -57,6 +57,7 @@ def make(
     *,
     max_steps: int | None = None,
     overrides: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> Episode:
     """Start an episode.
 
@@ -66,10 +67,16 @@ def make(
         seed: Seeds everything random in the episode.
         max_steps: Step budget; ``None`` takes the environment's default.
         overrides: Force hidden facts the seed would draw (leak tests, curricula, debugging).
+        config: Public settings of the episode (each environment documents its keys).
     """
     s = spec(env)
     return Episode(
-        s, s.scenario(scenario), check_seed(seed), max_steps=max_steps, overrides=overrides
+        s,
+        s.scenario(scenario),
+        check_seed(seed),
+        max_steps=max_steps,
+        overrides=overrides,
+        config=config,
     )
 
 

@@ -27,6 +27,11 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         scenario: Fault family; the world's first when ``None``. ``reset(options={"scenario":
             ...})`` switches it for one episode.
         overrides: Hidden facts to force (see ``opsgym.make``).
+        config: Public settings of the episode (see ``opsgym.make``). ``reset(options=...)``
+            accepts ``scenario``, ``overrides`` and ``config`` for one episode.
+        max_steps: The episode's step budget; ``None`` for the registered time limit. Pass this
+            rather than ``max_episode_steps`` to shorten episodes: the unwrapped env cannot see
+            the TimeLimit wrapper, and only its own budget ends the episode with a verdict.
         render_mode: ``None`` or ``"ansi"`` (the last event as text).
     """
 
@@ -37,11 +42,15 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         env: str = "release",
         scenario: str | None = None,
         overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        max_steps: int | None = None,
         render_mode: str | None = None,
     ):
         self._ops = spec(env)
         self._scenario = self._ops.scenario(scenario)
         self._overrides = overrides
+        self._config = config
+        self._max_steps = max_steps
         self._encoder = self._ops.encoder()
         self._actions = catalogue(env)
         self._raw = [args.model_dump(mode="json") for _, args in self._actions]
@@ -58,16 +67,21 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         """Start an episode; its seed comes from ``seed`` or from the env's seeded stream."""
         super().reset(seed=seed)
         options = options or {}
-        scenario = self._ops.scenario(options["scenario"]) if "scenario" in options else self._scenario
-        limit = self.spec.max_episode_steps if self.spec is not None else None
+        scenario = (
+            self._ops.scenario(options["scenario"]) if "scenario" in options else self._scenario
+        )
         self.episode = Episode(
             self._ops,
             scenario,
             int(self.np_random.integers(2**31 - 1)),
-            max_steps=limit or self._ops.max_steps,
+            max_steps=self._max_steps,
             overrides=options.get("overrides", self._overrides),
+            config=options.get("config", self._config),
         )
-        return self._encoder.encode(self.episode), {"scenario": scenario.name, "seed": self.episode.seed}
+        return self._encoder.encode(self.episode), {
+            "scenario": scenario.name,
+            "seed": self.episode.seed,
+        }
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Carry out catalogue action ``action``."""
@@ -79,13 +93,21 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"action must be in [0, {len(self._actions)}), got {action!r}")
         tool, args = self._actions[index]
         result = episode.step_call(tool, args, raw=self._raw[index])
-        info: dict[str, Any] = {"report": result.report, "rejected": result.rejected,
-                                "components": result.components}
+        info: dict[str, Any] = {
+            "report": result.report,
+            "rejected": result.rejected,
+            "components": result.components,
+        }
         if result.done:
             info["verdict"] = episode.verdict.to_dict()
             info["outcome"] = episode.verdict.outcome
-        return (self._encoder.encode(episode), result.reward, result.terminated,
-                result.truncated, info)
+        return (
+            self._encoder.encode(episode),
+            result.reward,
+            result.terminated,
+            result.truncated,
+            info,
+        )
 
     def action_masks(self) -> np.ndarray:
         """Which catalogue actions would pass validation now (judged on the agent's view)."""

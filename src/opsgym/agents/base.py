@@ -32,7 +32,8 @@ class Policy(Protocol):
 
 class RandomPolicy:
     """Uniform over the legal catalogue calls, from its own generator seeded by the episode's
-    seed (so it never touches the world's stream)."""
+    seed (so it never touches the world's stream).
+    """
 
     name = "random"
 

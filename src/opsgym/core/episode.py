@@ -94,6 +94,7 @@ class Episode:
         seed: Seeds the episode's only random generator.
         max_steps: Step budget (``None`` for the environment's default, ``0`` for none).
         overrides: Hidden facts forced to given values (see :class:`opsgym.core.world.World`).
+        config: Public settings of the episode (see :class:`opsgym.core.world.World`).
     """
 
     def __init__(
@@ -104,14 +105,18 @@ class Episode:
         *,
         max_steps: int | None = None,
         overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
     ):
         self.spec = spec
         self.scenario = scenario
         self.seed = check_seed(seed)
         self.max_steps = spec.max_steps if max_steps is None else int(max_steps)
         self.overrides = jsonable(dict(overrides or {}))
+        self.config = jsonable(dict(config or {}))
         self.rewards = RewardLedger(spec.rewards)
-        self.world = spec.world(scenario, np.random.default_rng(seed), self.rewards, self.overrides)
+        self.world = spec.world(
+            scenario, np.random.default_rng(seed), self.rewards, self.overrides, self.config
+        )
         self.events: list[dict[str, Any]] = []
         self.steps = 0
         self.verdict: Verdict | None = None
@@ -150,8 +155,13 @@ class Episode:
 
     # -- acting -------------------------------------------------------------------------
 
-    def step(self, tool: str, args: dict[str, Any] | None = None) -> StepResult:
+    def step(
+        self, tool: str, args: dict[str, Any] | None = None, *, tokens: int | None = None
+    ) -> StepResult:
         """Validate and carry out one call.
+
+        ``tokens`` is what the agent spent to produce the call (counted by a tool-calling face);
+        ``None`` charges the world's fixed ``tokens_per_call``.
 
         Never raises for bad input from the agent: an unknown tool, malformed arguments or an
         unmet precondition make a rejected step. Raises :class:`EpisodeDoneError` only when the
@@ -163,15 +173,19 @@ class Episode:
                 f"(outcome {self.verdict.outcome if self.verdict else None!r}); make a new one."
             )
         name, raw = jsonable(tool), jsonable(args)
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
+            raise ValueError(f"tokens must be an int >= 0 or None, got {tokens!r}")
         spec = self.world.tools.get(name) if isinstance(name, str) else None
         if spec is None:
             close = difflib.get_close_matches(str(name), list(self.world.tools), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            return self._run(name, raw, None, None, f"unknown tool {name!r}{hint}")
+            return self._run(name, raw, None, None, f"unknown tool {name!r}{hint}", tokens)
         parsed = spec.parse(raw)
         if isinstance(parsed, str):
-            return self._run(name, raw, spec, None, parsed)
-        return self._run(name, raw, spec, parsed, spec.check(self.world.view, parsed))
+            return self._run(name, raw, spec, None, parsed, tokens)
+        return self._run(name, raw, spec, parsed, spec.check(self.world.view, parsed), tokens)
 
     def step_call(self, tool: Tool, args: Args, raw: dict[str, Any] | None = None) -> StepResult:
         """Fast path for adapters holding a ready ``Tool`` and validated ``Args``.
@@ -185,10 +199,18 @@ class Episode:
         return self._run(tool.name, raw, tool, args, tool.check(self.world.view, args))
 
     def _run(
-        self, name: Any, raw: Any, tool: Tool | None, args: Args | None, rejected: str | None
+        self,
+        name: Any,
+        raw: Any,
+        tool: Tool | None,
+        args: Args | None,
+        rejected: str | None,
+        tokens: int | None = None,
     ) -> StepResult:
         world, rewards = self.world, self.rewards
         self.steps += 1
+        tokens = world.tokens_per_call if tokens is None else tokens
+        world.tokens += tokens
         rewards.add("step")
         judged: Verdict | None = None
         if rejected is not None:
@@ -220,6 +242,7 @@ class Episode:
                 "step": self.steps,
                 "tool": name,
                 "args": raw,
+                "tokens": tokens,
                 "rejected": rejected,
                 "report": report,
                 "reward": components,
@@ -259,7 +282,7 @@ class Episode:
         it from ``(env, scenario, seed, overrides, calls)``.
         """
         events = [dict(e) for e in self.events]
-        for event, digest in zip(events, chain(events)):
+        for event, digest in zip(events, chain(events), strict=True):
             event["hash"] = digest
         return {
             "format": RECORD_FORMAT,
@@ -268,7 +291,10 @@ class Episode:
             "seed": self.seed,
             "max_steps": self.max_steps,
             "overrides": self.overrides,
-            "calls": [{"tool": e["tool"], "args": e["args"]} for e in events],
+            "config": self.config,
+            "calls": [
+                {"tool": e["tool"], "args": e["args"], "tokens": e["tokens"]} for e in events
+            ],
             "events": events,
             "verdict": self.verdict.to_dict() if self.verdict else None,
             "return": self.rewards.total,

@@ -60,15 +60,19 @@ def replay(record: dict[str, Any]) -> ReplayResult:
         seed=record["seed"],
         max_steps=record.get("max_steps"),
         overrides=record.get("overrides") or None,
+        config=record.get("config") or None,
     )
     for call in calls:
         if episode.done:
             break
-        episode.step(call.get("tool"), call.get("args"))
+        tokens = call.get("tokens")
+        episode.step(
+            call.get("tool"), call.get("args"), tokens=tokens if isinstance(tokens, int) else None
+        )
     fresh = episode.record()
     recorded_events = record["events"]
     diff = None
-    for i, (old, new) in enumerate(zip(recorded_events, fresh["events"])):
+    for i, (old, new) in enumerate(zip(recorded_events, fresh["events"], strict=False)):
         body_old = {k: v for k, v in old.items() if k != "hash"}
         body_new = {k: v for k, v in new.items() if k != "hash"}
         name = _first_field(body_old, body_new)
@@ -76,7 +80,12 @@ def replay(record: dict[str, Any]) -> ReplayResult:
             name = "hash"
         if name is not None:
             step = old.get("step", i + 1)
-            diff = {"step": step, "field": name, "recorded": old.get(name), "replayed": new.get(name)}
+            diff = {
+                "step": step,
+                "field": name,
+                "recorded": old.get(name),
+                "replayed": new.get(name),
+            }
             break
     if diff is None and len(recorded_events) != len(fresh["events"]):
         diff = {
@@ -88,8 +97,17 @@ def replay(record: dict[str, Any]) -> ReplayResult:
     if diff is None:
         chained = chain(recorded_events)
         if record.get("hash", chained[-1] if chained else "") != (chained[-1] if chained else ""):
-            diff = {"step": 0, "field": "hash", "recorded": record.get("hash"), "replayed": fresh["hash"]}
+            diff = {
+                "step": 0,
+                "field": "hash",
+                "recorded": record.get("hash"),
+                "replayed": fresh["hash"],
+            }
         elif record.get("verdict") != fresh["verdict"]:
-            diff = {"step": 0, "field": "verdict", "recorded": record.get("verdict"),
-                    "replayed": fresh["verdict"]}
+            diff = {
+                "step": 0,
+                "field": "verdict",
+                "recorded": record.get("verdict"),
+                "replayed": fresh["verdict"],
+            }
     return ReplayResult(diff is None, diff, str(record.get("hash", "")), fresh["hash"])

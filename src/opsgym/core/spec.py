@@ -63,6 +63,12 @@ class EnvSpec:
     policies: dict[str, Callable[[], Any]] = field(default_factory=dict)
     safe_outcomes: frozenset[str] = frozenset()
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled by name: an episode in a pickle refers to its registered environment.
+        from opsgym.registry import spec
+
+        return spec, (self.name,)
+
     def scenario(self, name: str | None) -> Scenario:
         """The scenario called ``name`` (the first one when ``None``)."""
         if name is None:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 Precondition = Callable[[Any, Any], str | None]
-"""``(view, args) -> reason or None``: why the call may not run now, judged on what the agent knows."""
+"""``(view, args) -> reason or None``: why a call may not run now, judged on the agent's view."""
 
 
 class Args(BaseModel):
@@ -141,7 +141,7 @@ def tool(
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
         description = inspect.cleandoc(method.__doc__ or method.__name__)
-        needs = [inspect.cleandoc(r.__doc__) for r in requires if r.__doc__]
+        needs = [inspect.cleandoc(r.__doc__).rstrip(".") for r in requires if r.__doc__]
         if needs:
             description += "\nRequires: " + "; ".join(needs)
         method.__opsgym_tool__ = Tool(  # type: ignore[attr-defined]

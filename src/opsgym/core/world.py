@@ -33,11 +33,15 @@ class World:
         rewards: Where handlers add reward components.
         overrides: Values forced onto the hidden facts the seed would otherwise draw (for leak
             tests, curricula and debugging). Unknown keys are an error of the subclass's choosing.
+        config: Public settings of the episode that the agent may know (a difficulty level, a
+            cost per minute, a worker mix). Each world documents and validates its own keys.
     """
 
     tools: ClassVar[dict[str, Tool]] = {}
     deadline: ClassVar[float | None] = None
     """Length of the simulated window in minutes; when the clock reaches it the episode ends."""
+    tokens_per_call: ClassVar[int] = 0
+    """Tokens charged for a call made without a token count (e.g. through the Gym face)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -55,12 +59,16 @@ class World:
         rng: np.random.Generator,
         rewards: RewardLedger,
         overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
     ):
         self.scenario = scenario
         self.rng = rng
         self.rewards = rewards
         self.overrides = dict(overrides or {})
+        self.config = dict(config or {})
         self.clock = 0.0
+        self.tokens = 0
+        """Tokens the agent has spent so far (what it sent through a tool-calling face)."""
         self.ended: str | None = None
         """Set by a handler when something irreversible ends the episode (e.g. data loss)."""
         self.view: Any = None

@@ -60,9 +60,16 @@ class ReleaseEncoder:
     size = 22
     low, high = -1.0, 1.0
     actions = [
-        ("inspect", {}), ("stage", {}), ("deploy", {}), ("health_check", {}),
-        ("shift_traffic", {}), ("migrate", {}), ("verify", {}), ("retry", {}),
-        ("rollback", {}), ("complete", {}),
+        ("inspect", {}),
+        ("stage", {}),
+        ("deploy", {}),
+        ("health_check", {}),
+        ("shift_traffic", {}),
+        ("migrate", {}),
+        ("verify", {}),
+        ("retry", {}),
+        ("rollback", {}),
+        ("complete", {}),
     ]
 
     def encode(self, episode: Episode) -> np.ndarray:
@@ -72,8 +79,12 @@ class ReleaseEncoder:
         g_status, g_fresh, g = _health(v, "green")
         b_status, b_fresh, _ = _health(v, "blue")
         observed = -1.0 if v.observed_green is None else v.observed_green / 100
-        verify_ok = bool(v.verify and v.verify["passed"] and v.traffic_changed_at is not None
-                         and v.verify["checked_at"] >= v.traffic_changed_at)
+        verify_ok = bool(
+            v.verify
+            and v.verify["passed"]
+            and v.traffic_changed_at is not None
+            and v.verify["checked_at"] >= v.traffic_changed_at
+        )
         last = episode.events[-1]["rejected"] if episode.events else None
         return np.array(
             [

@@ -19,12 +19,17 @@ def _target(truth: dict[str, Any]) -> str | None:
 def schema_compatible(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple[bool, str]:
     """Every version that receives traffic is compatible with the live schema."""
     if truth["green_share"] > 0 and truth["schema"] != 2:
-        return False, f"v2 serves {truth['green_share']:.0%} of traffic on schema v{truth['schema']}"
+        return (
+            False,
+            f"v2 serves {truth['green_share']:.0%} of traffic on schema v{truth['schema']}",
+        )
     return True, f"schema v{truth['schema']} serves every live version"
 
 
 @invariant(safety=True)
-def traffic_on_healthy_target(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple[bool, str]:
+def traffic_on_healthy_target(
+    truth: dict[str, Any], trajectory: Sequence[Event]
+) -> tuple[bool, str]:
     """All traffic is on one target, and that target is truly healthy."""
     target = _target(truth)
     if target is None:
@@ -44,8 +49,12 @@ def fresh_health_evidence(truth: dict[str, Any], trajectory: Sequence[Event]) ->
     since = truth["changed_at"][target]
     for event in accepted(trajectory, "health_check"):
         report = event["report"]
-        if (report.get("target") == target and report.get("status") == "healthy"
-                and report.get("checked_at", -1) >= since and report.get("restarts", 0) == 0):
+        if (
+            report.get("target") == target
+            and report.get("status") == "healthy"
+            and report.get("checked_at", -1) >= since
+            and report.get("restarts", 0) == 0
+        ):
             return True, f"{target} reported healthy at {report['checked_at']} (changed at {since})"
     return False, f"no healthy report on {target} gathered after its last change at {since}"
 
@@ -58,9 +67,10 @@ def ambiguity_resolved(truth: dict[str, Any], trajectory: Sequence[Event]) -> tu
         if event["rejected"] is None and event["report"].get("ambiguous"):
             op = event["report"]["operation"]
             resolved = any(
-                e["rejected"] is None and e["tool"] == "inspect"
+                e["rejected"] is None
+                and e["tool"] == "inspect"
                 and (e["args"] or {}).get("target", "all") in covers[op]
-                for e in trajectory[i + 1:]
+                for e in trajectory[i + 1 :]
             )
             if not resolved:
                 return False, f"the ambiguous {op} at step {event['step']} was never inspected"
@@ -72,8 +82,9 @@ def verified_after_last_traffic_change(
     truth: dict[str, Any], trajectory: Sequence[Event]
 ) -> tuple[bool, str]:
     """An independent verify passed after the last traffic change."""
-    last_change = max((e["step"] for e in accepted(trajectory) if e["tool"] in _TRAFFIC_TOOLS),
-                      default=0)
+    last_change = max(
+        (e["step"] for e in accepted(trajectory) if e["tool"] in _TRAFFIC_TOOLS), default=0
+    )
     if last_change == 0:
         return False, "traffic never moved: the release was neither shipped nor rolled back"
     for event in accepted(trajectory, "verify"):

@@ -11,7 +11,8 @@ Call = tuple[str, dict[str, Any]]
 
 class Naive:
     """Trusts every report: follows the happy path, retries whatever reports a failure, and
-    completes when the script runs out. It never inspects and never reads a timestamp."""
+    completes when the script runs out. It never inspects and never reads a timestamp.
+    """
 
     name = "naive"
     _SCRIPT = ("stage", "deploy", "migrate", "shift_traffic", "health_check", "verify")
@@ -33,20 +34,28 @@ class Naive:
 
 def _fresh(obs: dict[str, Any], target: str) -> dict[str, Any] | None:
     report = obs["health"][target]
-    if report and report["status"] != "unknown" and report["checked_at"] >= obs["last_change"][target]:
+    if (
+        report
+        and report["status"] != "unknown"
+        and report["checked_at"] >= obs["last_change"][target]
+    ):
         return report
     return None
 
 
 def _bad(report: dict[str, Any]) -> bool:
-    return (report["status"] != "healthy" or report["restarts"] > 0
-            or report["error_rate"] > ERROR_RATE_ALARM)
+    return (
+        report["status"] != "healthy"
+        or report["restarts"] > 0
+        or report["error_rate"] > ERROR_RATE_ALARM
+    )
 
 
 class Oracle:
     """A careful operator: resolves every ambiguity by inspection, waits for fresh health
     evidence, reads restarts and error rates, canaries at 10% before full traffic, confirms the
-    router's real split, verifies, and rolls back at the first bad sign. Uses reports only."""
+    router's real split, verifies, and rolls back at the first bad sign. Uses reports only.
+    """
 
     name = "oracle"
 

@@ -95,12 +95,14 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 def draw(scenario: Scenario, rng: np.random.Generator) -> dict[str, Any]:
     """Draw the hidden facts of one episode. Every draw happens in every family, in one order,
-    so forcing one fact (``overrides``) leaves all the others as the seed made them."""
+    so forcing one fact (``overrides``) leaves all the others as the seed made them.
+    """
     u = rng.random(8)
     has = scenario.has
     return {
         "deploy_committed": bool(u[0] < 0.5),
-        "v2_broken": has("v2_broken") or (has("stale_health") and bool(u[1] < scenario.params.get("p_broken", 0.0))),
+        "v2_broken": has("v2_broken")
+        or (has("stale_health") and bool(u[1] < scenario.params.get("p_broken", 0.0))),
         "migration_written": bool(u[2] < 0.8),
         "v2_flapping": has("v2_flapping"),
         "v2_degrades": has("v2_degrades"),

@@ -59,8 +59,11 @@ class View:
 
     def unresolved(self) -> list[str]:
         """Operations whose outcome was ambiguous and has not been inspected."""
-        return [op for op, s in (("deploy", self.deploy), ("migration", self.migration))
-                if s in ("timeout", "no_ack")]
+        return [
+            op
+            for op, s in (("deploy", self.deploy), ("migration", self.migration))
+            if s in ("timeout", "no_ack")
+        ]
 
     def deploy_confirmed(self) -> bool:
         """Whether v2 is known to run on green."""
@@ -71,17 +74,17 @@ class View:
 
 
 def _not_staged(view: View, args: Args) -> str | None:
-    """v2 is not staged yet"""
+    """v2 is not staged yet."""
     return "v2 is already staged" if view.staged else None
 
 
 def _staged(view: View, args: Args) -> str | None:
-    """v2 is staged (call stage first)"""
+    """v2 is staged (call stage first)."""
     return None if view.staged else "v2 is not staged; call stage first"
 
 
 def _no_deploy_in_flight(view: View, args: Args) -> str | None:
-    """no deploy of v2 is done or unresolved (use inspect or retry after a timeout)"""
+    """No deploy of v2 is done or unresolved (use inspect or retry after a timeout)."""
     if view.deploy in ("none", "absent"):
         return None
     if view.deploy == "timeout":
@@ -90,12 +93,16 @@ def _no_deploy_in_flight(view: View, args: Args) -> str | None:
 
 
 def _deploy_confirmed(view: View, args: Args) -> str | None:
-    """the v2 deploy is confirmed, by a success report or an inspection"""
-    return None if view.deploy_confirmed() else f"the v2 deploy is not confirmed (state: {view.deploy})"
+    """The v2 deploy is confirmed, by a success report or an inspection."""
+    return (
+        None
+        if view.deploy_confirmed()
+        else f"the v2 deploy is not confirmed (state: {view.deploy})"
+    )
 
 
 def _migration_not_started(view: View, args: Args) -> str | None:
-    """the schema is not known to be v2 and no migration is unresolved"""
+    """The schema is not known to be v2 and no migration is unresolved."""
     if view.migration == "no_ack":
         return "the last migration was not acknowledged; inspect it, or retry"
     if view.schema == 2:
@@ -104,12 +111,12 @@ def _migration_not_started(view: View, args: Args) -> str | None:
 
 
 def _something_to_retry(view: View, args: Args) -> str | None:
-    """the last deploy or migration reported a timeout, a lost acknowledgement or was found absent"""
+    """The last deploy or migration timed out, lost its acknowledgement or was found absent."""
     return None if view.retryable else "no failed or unresolved operation to retry"
 
 
 def _deploy_attempted(view: View, args: Args) -> str | None:
-    """a v2 deploy has been attempted"""
+    """A v2 deploy has been attempted."""
     return None if view.deploy != "none" else "nothing to roll back: no v2 deploy was attempted"
 
 
@@ -151,8 +158,10 @@ class Release(World):
 
     deadline = 150.0
 
-    def __init__(self, scenario, rng, rewards, overrides=None):
-        super().__init__(scenario, rng, rewards, overrides)
+    def __init__(self, scenario, rng, rewards, overrides=None, config=None):
+        super().__init__(scenario, rng, rewards, overrides, config)
+        if self.config:
+            raise UnknownNameError("release config key", next(iter(self.config)), [])
         facts = draw(scenario, rng)
         unknown = set(self.overrides) - set(facts)
         if unknown:
@@ -165,8 +174,16 @@ class Release(World):
         self._shifts = 0
         self._milestones: set[str] = set()
         # The health endpoints' cache: the last probe of each pool, from the window's start.
-        self._cache = {p: {"target": p, "status": "healthy", "checked_at": 0.0, "restarts": 0,
-                           "error_rate": 0.002} for p in ("green", "blue")}
+        self._cache = {
+            p: {
+                "target": p,
+                "status": "healthy",
+                "checked_at": 0.0,
+                "restarts": 0,
+                "error_rate": 0.002,
+            }
+            for p in ("green", "blue")
+        }
 
     # -- truth helpers ---------------------------------------------------------------
 
@@ -220,7 +237,8 @@ class Release(World):
     @tool(InspectArgs, minutes=1.0)
     def inspect(self, args: InspectArgs) -> dict[str, Any]:
         """Read the control plane directly: what green runs, the migration ledger, the router's
-        effective split. Slow but authoritative; resolves an ambiguous deploy or migration."""
+        effective split. Slow but authoritative; resolves an ambiguous deploy or migration.
+        """
         t, v = self.t, self.view
         report: dict[str, Any] = {"checked_at": self.clock}
         if args.target in ("all", "deploy"):
@@ -260,7 +278,8 @@ class Release(World):
     @tool(requires=(_staged, _no_deploy_in_flight))
     def deploy(self, args: NoArgs) -> dict[str, Any]:
         """Deploy v2 on the green pool (no traffic moves). May time out; a timeout does not
-        say whether the deploy committed."""
+        say whether the deploy committed.
+        """
         self._deploys += 1
         self.advance(self.facts["deploy_minutes"])
         if self.scenario.has("deploy_timeout") and self._deploys == 1:
@@ -269,8 +288,12 @@ class Release(World):
                 self._commit_deploy()
             self.view.deploy, self.view.retryable = "timeout", "deploy"
             self.view.changed_at["green"] = self.clock
-            return {"operation": "deploy", "status": "timeout", "ambiguous": True,
-                    "message": "the deploy controller did not answer within 10 minutes"}
+            return {
+                "operation": "deploy",
+                "status": "timeout",
+                "ambiguous": True,
+                "message": "the deploy controller did not answer within 10 minutes",
+            }
         self._commit_deploy()
         self.view.deploy, self.view.retryable = "ok", None
         self._progress("deployed")
@@ -286,15 +309,20 @@ class Release(World):
     @tool(HealthArgs, minutes=1.0)
     def health_check(self, args: HealthArgs) -> dict[str, Any]:
         """Probe a pool's health endpoint. The report carries checked_at (when the evidence was
-        gathered), restarts and error_rate; a careful reader checks all three."""
+        gathered), restarts and error_rate; a careful reader checks all three.
+        """
         v, t, f = self.view, self.t, self.facts
         target = args.target
         if target == "auto":
             target = "blue" if v.rolled_back or v.deploy == "none" else "green"
         u = self.rng.random(2)  # drawn on every probe, whatever the truth, to keep streams aligned
         if target == "green" and not v.deploy_confirmed():
-            report = {"target": "green", "status": "unknown", "checked_at": self.clock,
-                      "message": f"green's rollout state is {v.deploy}; nothing to probe"}
+            report = {
+                "target": "green",
+                "status": "unknown",
+                "checked_at": self.clock,
+                "message": f"green's rollout state is {v.deploy}; nothing to probe",
+            }
             v.health["green"] = report
             return report
         if self.clock < t.changed_at[target] + f["stale_minutes"]:
@@ -321,8 +349,13 @@ class Release(World):
                 error_rate = round(0.02 + 0.04 * float(u[1]), 4)
                 if self._green_failing_now():
                     status, error_rate = "unhealthy", round(0.2 + 0.3 * float(u[1]), 3)
-        return {"target": target, "status": status, "checked_at": self.clock,
-                "restarts": restarts, "error_rate": error_rate}
+        return {
+            "target": target,
+            "status": status,
+            "checked_at": self.clock,
+            "restarts": restarts,
+            "error_rate": error_rate,
+        }
 
     @tool(ShiftArgs, requires=(_deploy_confirmed,), minutes=2.0)
     def shift_traffic(self, args: ShiftArgs) -> dict[str, Any]:
@@ -347,14 +380,19 @@ class Release(World):
     @tool(requires=(_migration_not_started,))
     def migrate(self, args: NoArgs) -> dict[str, Any]:
         """Apply the v2 schema migration (expand-only: v1 keeps working on it). Applying it
-        twice corrupts data."""
+        twice corrupts data.
+        """
         self.advance(self.facts["migrate_minutes"])
         if self.scenario.has("migration_ack_lost"):
             if self.facts["migration_written"]:
                 self._write_schema()
             self.view.migration, self.view.retryable = "no_ack", "migration"
-            return {"operation": "migrate", "status": "no_acknowledgement", "ambiguous": True,
-                    "message": "the migration runner exited without acknowledging the write"}
+            return {
+                "operation": "migrate",
+                "status": "no_acknowledgement",
+                "ambiguous": True,
+                "message": "the migration runner exited without acknowledging the write",
+            }
         self._write_schema()
         self.view.migration, self.view.schema, self.view.retryable = "ok", 2, None
         self._progress("migrated")
@@ -372,15 +410,21 @@ class Release(World):
     @tool(minutes=2.0)
     def verify(self, args: NoArgs) -> dict[str, Any]:
         """Run synthetic end-to-end transactions through the router, independently of the
-        health endpoints; reports how many failed and the split it observed."""
+        health endpoints; reports how many failed and the split it observed.
+        """
         t = self.t
         u = self.rng.random()
         green_down = self._green_failing_now()
         if self.facts["v2_flapping"] and t.green_deployed:
             green_down = u < 0.5
         failures = round(20 * t.green_share) if green_down else 0
-        report = {"passed": failures == 0, "failures": failures, "transactions": 20,
-                  "green_percent": round(100 * t.green_share), "checked_at": self.clock}
+        report = {
+            "passed": failures == 0,
+            "failures": failures,
+            "transactions": 20,
+            "green_percent": round(100 * t.green_share),
+            "checked_at": self.clock,
+        }
         self.view.verify = report
         self.view.observed_green = report["green_percent"]
         if report["passed"]:
@@ -420,7 +464,8 @@ class Release(World):
     @tool(terminal=True)
     def complete(self, args: NoArgs) -> dict[str, Any]:
         """Declare the release finished. An independent judge checks the real system; if it
-        does not accept, the episode goes on and the attempt is penalised."""
+        does not accept, the episode goes on and the attempt is penalised.
+        """
         return {"accepted": True}
 
     # -- views ---------------------------------------------------------------------------
@@ -458,7 +503,8 @@ class Release(World):
             "corrupted": t.corrupted,
             "changed_at": dict(t.changed_at),
             "downtime": round(t.downtime, 6),
-            "v2_shippable": not (self.facts["v2_broken"] or self.facts["v2_flapping"]
-                                 or self.facts["v2_degrades"]),
+            "v2_shippable": not (
+                self.facts["v2_broken"] or self.facts["v2_flapping"] or self.facts["v2_degrades"]
+            ),
             "facts": dict(self.facts),
         }
