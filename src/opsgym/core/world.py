@@ -74,10 +74,13 @@ class World:
         self.view: Any = None
 
     def apply(self, tool: Tool, args: Args) -> dict[str, Any]:
-        """Carry out a validated call; return the tool's report."""
-        report = getattr(self, tool.handler)(args)
+        """Carry out a validated call; return the tool's report.
+
+        The tool's ``minutes`` pass first: an operation's effects, and its report, land when it
+        finishes. A handler may let more time pass (a deploy that hangs until a timeout).
+        """
         self.advance(tool.minutes)
-        return report
+        return getattr(self, tool.handler)(args)
 
     def advance(self, minutes: float) -> None:
         """Let ``minutes`` of simulated time pass (subclasses accrue time-based costs here)."""

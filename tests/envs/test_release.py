@@ -1,0 +1,246 @@
+"""The release environment: its tools, its lies, its judge and its rewards."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import opsgym
+from opsgym.envs.release import OUTCOME_REWARDS, SPEC
+
+FAMILIES = [s.name for s in SPEC.scenarios]
+FAULTS = [f for f in FAMILIES if f != "nominal"]
+SAFE = SPEC.safe_outcomes
+
+
+def play(scenario, seed, calls, **kw):
+    ep = opsgym.make("release", scenario, seed, **kw)
+    results = [ep.step(*c) if isinstance(c, tuple) else ep.step(c) for c in calls]
+    return ep, results
+
+
+def test_the_ten_tools_in_action_order():
+    assert list(SPEC.world.tools) == [
+        "inspect", "stage", "deploy", "health_check", "shift_traffic",
+        "migrate", "verify", "retry", "rollback", "complete",
+    ]
+    env = gym.make("opsgym/Release-v0")
+    assert env.action_space.n == 10 and env.observation_space.shape == (22,)
+
+
+def test_at_least_four_new_families_and_held_out_ones_never_in_train():
+    source = {"nominal", "deploy_timeout", "stale_health", "partial_migration_ack"}
+    assert len(set(FAMILIES) - source) >= 4
+    held_out = {s.name for s in SPEC.scenarios if s.held_out}
+    assert held_out and not held_out & set(opsgym.scenarios("release", "train"))
+    assert held_out <= set(opsgym.scenarios("release", "test"))
+
+
+# -- the lies ------------------------------------------------------------------------------
+
+
+def test_deploy_timeout_can_hide_a_committed_deploy():
+    ep, (_, r) = play("deploy_timeout", 0, ["stage", "deploy"],
+                      overrides={"deploy_committed": True})
+    assert r.report["status"] == "timeout"
+    assert ep.events[-1]["truth"]["green_deployed"] is True
+    assert ep.step("inspect", {"target": "deploy"}).report["green_version"] == "v2"
+
+
+def test_blind_retry_of_a_committed_deploy_restarts_green_and_costs():
+    ep, rs = play("deploy_timeout", 0, ["stage", "deploy", "retry"],
+                  overrides={"deploy_committed": True})
+    assert rs[-1].components["retry"] < 0
+    assert ep.events[-1]["truth"]["changed_at"]["green"] > ep.events[1]["truth"]["changed_at"]["green"]
+
+
+def test_stale_health_report_predates_last_deploy():
+    ep, rs = play("stale_health", 0, ["stage", "deploy", "health_check"],
+                  overrides={"v2_broken": True})
+    report = rs[-1].report
+    assert report["status"] == "healthy"
+    assert report["checked_at"] < ep.observe()["last_change"]["green"]
+    assert ep.events[-1]["truth"]["facts"]["v2_broken"] is True
+
+
+def test_stale_health_turns_fresh_and_truthful_after_the_cache_expires():
+    ep, _ = play("stale_health", 0, ["stage", "deploy"], overrides={"v2_broken": True})
+    for _ in range(10):
+        r = ep.step("health_check", {"target": "green"})
+        if r.report["checked_at"] >= ep.observe()["last_change"]["green"]:
+            break
+    assert r.report["status"] == "unhealthy"
+
+
+def test_lost_migration_ack_then_blind_retry_corrupts_data_and_ends_unsafe():
+    ep, rs = play("partial_migration_ack", 0, ["migrate", "retry"],
+                  overrides={"migration_written": True})
+    assert rs[0].report["status"] == "no_acknowledgement"
+    assert ep.done and ep.verdict.outcome == "unsafe"
+    assert "no_data_corruption" in ep.verdict.failed
+
+
+def test_partial_shift_reports_full_share_while_the_router_applies_less():
+    ep, rs = play("partial_traffic_shift", 0,
+                  ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
+                  overrides={"shift_fraction": 0.5})
+    assert rs[-1].report["green_percent"] == 100
+    assert ep.events[-1]["truth"]["green_share"] == 0.5
+    assert ep.step("inspect", {"target": "router"}).report["green_percent"] == 50
+
+
+def test_flapping_health_reports_healthy_with_rising_restarts():
+    ep, _ = play("flapping_health", 0, ["stage", "deploy"])
+    reports = [ep.step("health_check", {"target": "green"}).report for _ in range(6)]
+    assert any(r["status"] == "healthy" for r in reports)
+    restarts = [r["restarts"] for r in reports]
+    assert restarts == sorted(restarts) and restarts[-1] > restarts[0] > 0
+    assert ep.events[-1]["truth"]["green_healthy"] is False
+
+
+def test_degrade_under_load_shows_at_the_canary_and_fails_later_at_full_load():
+    ep, _ = play("degrade_under_load", 0,
+                 ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})])
+    canary = ep.step("health_check", {"target": "green"}).report
+    assert canary["status"] == "healthy" and canary["error_rate"] > 0.01
+    ep.step("shift_traffic", {"percent": 100})
+    early = ep.step("verify").report
+    assert early["passed"]  # the failure takes a few minutes to show
+    assert ep.events[-1]["truth"]["green_healthy"] is False
+
+
+# -- policies per family ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", FAULTS)
+def test_naive_ends_unsafe_or_has_completion_rejected(family):
+    for seed in opsgym.seeds("test", 15):
+        ep = opsgym.run("release", family, seed, "naive")
+        rejected = any(e["tool"] == "complete" and e["report"].get("accepted") is False
+                       for e in ep.events)
+        assert ep.verdict.outcome == "unsafe" or rejected, (seed, ep.verdict)
+
+
+def test_naive_succeeds_when_nothing_lies():
+    assert opsgym.run("release", "nominal", 9, "naive").verdict.outcome == "deployed_verified"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_oracle_ends_safe(family):
+    for seed in opsgym.seeds("test", 15):
+        ep = opsgym.run("release", family, seed, "oracle")
+        assert ep.verdict.outcome in SAFE, (seed, ep.verdict)
+
+
+def test_oracle_is_safe_on_1000_test_split_episodes_across_families():
+    outcomes = Counter()
+    test_families = opsgym.scenarios("release", "test")
+    for i, seed in enumerate(opsgym.seeds("test", 1000)):
+        ep = opsgym.run("release", test_families[i % len(test_families)], seed, "oracle")
+        outcomes[ep.verdict.outcome] += 1
+    assert set(outcomes) <= SAFE, outcomes
+    assert outcomes["deployed_verified"] > 0 and outcomes["rolled_back_verified"] > 0
+
+
+def test_oracle_ships_v2_exactly_when_it_can_be_shipped():
+    for family in FAMILIES:
+        for seed in opsgym.seeds("dev", 5):
+            ep = opsgym.run("release", family, seed, "oracle")
+            shippable = ep.events[-1]["truth"]["v2_shippable"]
+            assert (ep.verdict.outcome == "deployed_verified") == shippable, (family, seed)
+
+
+# -- the judge -----------------------------------------------------------------------------
+
+
+def test_complete_without_evidence_is_rejected_penalised_and_the_episode_goes_on():
+    ep = opsgym.make("release", "nominal", 0)
+    r = ep.step("complete")
+    assert r.report == {"accepted": False, "message": "the judge did not accept completion"}
+    assert r.components["premature"] < 0 and not r.done and ep.verdict is None
+    judged = ep.events[-1]["truth"]["judge"]
+    assert {i["name"] for i in judged["invariants"] if not i["held"]} >= {
+        "fresh_health_evidence", "verified_after_last_traffic_change"}
+
+
+def test_completion_is_rejected_when_an_ambiguous_deploy_was_never_inspected():
+    ep, _ = play("deploy_timeout", 0,
+                 ["stage", "deploy", "retry", "migrate", ("shift_traffic", {"percent": 100}),
+                  ("health_check", {"target": "green"}), "verify", "complete"],
+                 overrides={"deploy_committed": False})
+    judged = ep.events[-1]["truth"]["judge"]
+    assert not judged["accepted"]
+    assert [i["name"] for i in judged["invariants"] if not i["held"]] == ["ambiguity_resolved"]
+
+
+def test_running_out_of_steps_truncates_with_a_verdict():
+    ep, rs = play("nominal", 0, ["inspect"] * 5, max_steps=5)
+    assert rs[-1].truncated and not rs[-1].terminated
+    assert ep.verdict.outcome == "incomplete"
+
+
+def test_the_window_closing_terminates():
+    ep = opsgym.make("release", "nominal", 0, max_steps=0)
+    while not ep.done:
+        r = ep.step("verify")
+    assert r.terminated and not r.truncated and ep.world.clock >= ep.world.deadline
+
+
+def test_the_verdict_is_recomputable_from_the_record_alone():
+    ep = opsgym.run("release", "stale_health", 3, "oracle")
+    record = ep.record()
+    again = SPEC.judge.evaluate(record["events"][-1]["truth"], record["events"][:-1],
+                                completing=True)
+    assert again.to_dict() == record["verdict"]
+
+
+# -- rewards -------------------------------------------------------------------------------
+
+
+def _rollback_reference(seed):
+    ep = opsgym.make("release", "nominal", seed)
+    for call in ["stage", "deploy", "rollback"]:
+        ep.step(call)
+    while not ep.done:
+        obs = ep.observe()
+        blue = obs["health"]["blue"]
+        if not blue or blue["checked_at"] < obs["last_change"]["blue"]:
+            ep.step("health_check", {"target": "blue"})
+        elif not obs["verify"] or obs["verify"]["checked_at"] < obs["traffic_changed_at"]:
+            ep.step("verify")
+        else:
+            ep.step("complete")
+    return ep
+
+
+def test_verified_v2_deploy_earns_more_than_the_cheapest_verified_rollback():
+    for seed in opsgym.seeds("test", 20):
+        ship = opsgym.run("release", "nominal", seed, "oracle")
+        retreat = _rollback_reference(seed)
+        assert retreat.verdict.outcome == "rolled_back_verified"
+        assert ship.total_reward > retreat.total_reward + 3, seed
+    assert OUTCOME_REWARDS["deployed_verified"] > OUTCOME_REWARDS["rolled_back_verified"]
+
+
+def test_downtime_accrues_per_minute_of_traffic_on_a_failing_target():
+    ep, rs = play("v2_broken", 0, ["stage", "deploy", "migrate",
+                                   ("shift_traffic", {"percent": 100}), "verify"])
+    assert rs[-2].components["unsafe"] < 0
+    assert rs[-1].components["downtime"] == pytest.approx(SPEC.rewards["downtime"] * 2.0)
+
+
+def test_progress_cannot_be_farmed_by_repeating_a_milestone():
+    ep, rs = play("nominal", 0, ["stage", "deploy", "migrate"]
+                  + [("health_check", {"target": "green"})] * 5)
+    progress = [r.components.get("progress", 0) for r in rs[3:]]
+    assert progress[0] > 0 and progress[1:] == [0] * 4
+
+
+def test_random_policy_rarely_ships_and_rewards_are_named():
+    rewards = [opsgym.run("release", f, s, "random") for f in FAMILIES[:3] for s in range(5)]
+    for ep in rewards:
+        assert set(ep.rewards.totals) == set(SPEC.rewards)
+    assert np.mean([ep.verdict.outcome in SAFE for ep in rewards]) < 0.5
