@@ -1,0 +1,54 @@
+"""The command line, run as a user would: a real subprocess of the installed ``opsgym``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).with_name("opsgym")
+
+
+def opsgym(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=60,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+def test_list_names_every_env_and_scenario():
+    out = opsgym("list")
+    assert out.returncode == 0
+    for name in ("release", "deploy_timeout", "stale_health", "partial_migration_ack"):
+        assert name in out.stdout
+
+
+def test_run_prints_the_timeline_the_truth_and_the_verdict_then_replays(tmp_path):
+    record = tmp_path / "ep.json"
+    out = opsgym("run", "--env", "release", "--scenario", "deploy_timeout", "--seed", "7",
+                 "--policy", "oracle", "--out", str(record))
+    assert out.returncode == 0, out.stderr
+    for text in ("what the tool reported", "timeout", "the truth", "ambiguity_resolved",
+                 "outcome deployed_verified"):
+        assert text in out.stdout
+    data = json.loads(record.read_text())
+    assert data["env"] == "release" and data["verdict"]["accepted"]
+    replayed = opsgym("replay", str(record))
+    assert replayed.returncode == 0 and "match" in replayed.stdout
+
+
+def test_replay_of_a_tampered_record_shows_the_first_difference(tmp_path):
+    record = tmp_path / "ep.json"
+    assert opsgym("run", "--seed", "2", "--quiet", "--out", str(record)).returncode == 0
+    data = json.loads(record.read_text())
+    data["events"][1]["report"]["status"] = "forged"
+    record.write_text(json.dumps(data))
+    out = opsgym("replay", str(record))
+    assert out.returncode == 1
+    assert "differs at step 2, field 'report'" in out.stdout and "forged" in out.stdout
+
+
+def test_unknown_names_exit_2_with_a_suggestion(tmp_path):
+    out = opsgym("run", "--env", "relase")
+    assert out.returncode == 2 and "Did you mean 'release'" in out.stdout
+    out = opsgym("replay", str(tmp_path / "missing.json"))
+    assert out.returncode == 2 and "cannot replay" in out.stdout
