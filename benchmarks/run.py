@@ -102,8 +102,14 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "gymnasium": gym.__version__, "opsgym": opsgym.__version__}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "gymnasium": gym.__version__,
+        "opsgym": opsgym.__version__,
+    }
 
 
 def main() -> None:
@@ -113,17 +119,41 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
 
-    cart_sps, cart_reset = median(lambda i: gym_steps("CartPole-v1", args.steps, i, False), args.repeats)
-    rows = [{"env": "CartPole-v1", "face": "gym", "steps_per_s": cart_sps,
-             "reset_us": cart_reset * 1e6, "step_time_vs_cartpole": 1.0}]
+    cart_sps, cart_reset = median(
+        lambda i: gym_steps("CartPole-v1", args.steps, i, False), args.repeats
+    )
+    rows = [
+        {
+            "env": "CartPole-v1",
+            "face": "gym",
+            "steps_per_s": cart_sps,
+            "reset_us": cart_reset * 1e6,
+            "step_time_vs_cartpole": 1.0,
+        }
+    ]
     for name, spec in specs().items():
-        sps, reset = median(lambda i: gym_steps(spec.gym_id, args.steps, i, True), args.repeats)
-        core = median(lambda i: core_steps(name, args.steps, i), args.repeats)
-        rows.append({"env": name, "face": "gym", "steps_per_s": sps, "reset_us": reset * 1e6,
-                     "step_time_vs_cartpole": cart_sps / sps,
-                     "reset_time_vs_cartpole": reset / cart_reset})
-        rows.append({"env": name, "face": "core", "steps_per_s": core,
-                     "step_time_vs_cartpole": cart_sps / core})
+        sps, reset = median(
+            lambda i, gym_id=spec.gym_id: gym_steps(gym_id, args.steps, i, True), args.repeats
+        )
+        core = median(lambda i, env=name: core_steps(env, args.steps, i), args.repeats)
+        rows.append(
+            {
+                "env": name,
+                "face": "gym",
+                "steps_per_s": sps,
+                "reset_us": reset * 1e6,
+                "step_time_vs_cartpole": cart_sps / sps,
+                "reset_time_vs_cartpole": reset / cart_reset,
+            }
+        )
+        rows.append(
+            {
+                "env": name,
+                "face": "core",
+                "steps_per_s": core,
+                "step_time_vs_cartpole": cart_sps / core,
+            }
+        )
     for row in extra_rows(args.repeats):
         row.setdefault("step_time_vs_cartpole", cart_sps / row["steps_per_s"])
         rows.append(row)
@@ -134,10 +164,16 @@ def main() -> None:
     for r in rows:
         reset = f"{r['reset_us']:.0f}" if "reset_us" in r else ""
         rr = f"{r['reset_time_vs_cartpole']:.1f}×" if "reset_time_vs_cartpole" in r else ""
-        print(f"| {r['env']} | {r['face']} | {r['steps_per_s']:,.0f} | {reset} | "
-              f"{r['step_time_vs_cartpole']:.2f}× | {rr} |")
-    args.json.write_text(json.dumps({"machine": machine(), "steps": args.steps,
-                                     "repeats": args.repeats, "rows": rows}, indent=1))
+        print(
+            f"| {r['env']} | {r['face']} | {r['steps_per_s']:,.0f} | {reset} | "
+            f"{r['step_time_vs_cartpole']:.2f}× | {rr} |"
+        )
+    args.json.write_text(
+        json.dumps(
+            {"machine": machine(), "steps": args.steps, "repeats": args.repeats, "rows": rows},
+            indent=1,
+        )
+    )
     sys.stdout.flush()
 
 

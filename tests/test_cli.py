@@ -11,8 +11,13 @@ BIN = Path(sys.executable).with_name("opsgym")
 
 
 def opsgym(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=60,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [str(BIN), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_list_names_every_env_and_scenario():
@@ -24,11 +29,27 @@ def test_list_names_every_env_and_scenario():
 
 def test_run_prints_the_timeline_the_truth_and_the_verdict_then_replays(tmp_path):
     record = tmp_path / "ep.json"
-    out = opsgym("run", "--env", "release", "--scenario", "deploy_timeout", "--seed", "7",
-                 "--policy", "oracle", "--out", str(record))
+    out = opsgym(
+        "run",
+        "--env",
+        "release",
+        "--scenario",
+        "deploy_timeout",
+        "--seed",
+        "7",
+        "--policy",
+        "oracle",
+        "--out",
+        str(record),
+    )
     assert out.returncode == 0, out.stderr
-    for text in ("what the tool reported", "timeout", "the truth", "ambiguity_resolved",
-                 "outcome deployed_verified"):
+    for text in (
+        "what the tool reported",
+        "timeout",
+        "the truth",
+        "ambiguity_resolved",
+        "outcome deployed_verified",
+    ):
         assert text in out.stdout
     data = json.loads(record.read_text())
     assert data["env"] == "release" and data["verdict"]["accepted"]

@@ -34,8 +34,13 @@ def list_() -> None:
     table = Table("env", "gym id", "scenario", "held out", "description", show_lines=False)
     for name, spec in specs().items():
         for i, s in enumerate(spec.scenarios):
-            table.add_row(name if i == 0 else "", spec.gym_id if i == 0 else "", s.name,
-                          "yes" if s.held_out else "", s.description)
+            table.add_row(
+                name if i == 0 else "",
+                spec.gym_id if i == 0 else "",
+                s.name,
+                "yes" if s.held_out else "",
+                s.description,
+            )
     console.print(table)
 
 
@@ -57,8 +62,10 @@ def run(
     if not quiet:
         _print_timeline(record)
     verdict = episode.verdict
-    console.print(f"outcome [bold]{verdict.outcome}[/]  return {episode.total_reward:+.2f}  "
-                  f"steps {episode.steps}  hash {record['hash'][:12]}")
+    console.print(
+        f"outcome [bold]{verdict.outcome}[/]  return {episode.total_reward:+.2f}  "
+        f"steps {episode.steps}  hash {record['hash'][:12]}"
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(record, indent=1))
@@ -71,8 +78,13 @@ def _print_timeline(record: dict[str, Any]) -> None:
     for e in record["events"]:
         args = "" if not e["args"] else _short(e["args"], 30)
         said = f"[red]rejected:[/] {e['rejected']}" if e["rejected"] else _short(e["report"])
-        table.add_row(str(e["step"]), f"{e['clock']:.0f}", f"{e['tool']}{args}", said,
-                      f"{sum(e['reward'].values()):+.2f}")
+        table.add_row(
+            str(e["step"]),
+            f"{e['clock']:.0f}",
+            f"{e['tool']}{args}",
+            said,
+            f"{sum(e['reward'].values()):+.2f}",
+        )
     console.print(table)
     truth = Table("step", "what was true (changes)", title="After the end: the truth")
     before: dict[str, Any] = {}
@@ -85,8 +97,9 @@ def _print_timeline(record: dict[str, Any]) -> None:
     console.print(truth)
     verdict = Table("invariant", "held", "reason", title="Verdict")
     for inv in record["verdict"]["invariants"]:
-        verdict.add_row(inv["name"], "[green]yes[/]" if inv["held"] else "[red]no[/]",
-                        inv["reason"])
+        verdict.add_row(
+            inv["name"], "[green]yes[/]" if inv["held"] else "[red]no[/]", inv["reason"]
+        )
     console.print(verdict)
 
 
@@ -99,7 +112,9 @@ def replay(path: Annotated[Path, typer.Argument(help="A record written by `opsgy
     except (OSError, json.JSONDecodeError, OpsgymError) as exc:
         _fail(f"cannot replay {path}: {exc}")
     if result.match:
-        console.print(f"[green]match[/]: {len(record['events'])} events, hash {result.replayed_hash}")
+        console.print(
+            f"[green]match[/]: {len(record['events'])} events, hash {result.replayed_hash}"
+        )
         return
     d = result.first_difference
     console.print(f"[red]differs[/] at step {d['step']}, field {d['field']!r}")

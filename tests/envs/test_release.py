@@ -24,8 +24,16 @@ def play(scenario, seed, calls, **kw):
 
 def test_the_ten_tools_in_action_order():
     assert list(SPEC.world.tools) == [
-        "inspect", "stage", "deploy", "health_check", "shift_traffic",
-        "migrate", "verify", "retry", "rollback", "complete",
+        "inspect",
+        "stage",
+        "deploy",
+        "health_check",
+        "shift_traffic",
+        "migrate",
+        "verify",
+        "retry",
+        "rollback",
+        "complete",
     ]
     env = gym.make("opsgym/Release-v0")
     assert env.action_space.n == 10 and env.observation_space.shape == (22,)
@@ -43,23 +51,28 @@ def test_at_least_four_new_families_and_held_out_ones_never_in_train():
 
 
 def test_deploy_timeout_can_hide_a_committed_deploy():
-    ep, (_, r) = play("deploy_timeout", 0, ["stage", "deploy"],
-                      overrides={"deploy_committed": True})
+    ep, (_, r) = play(
+        "deploy_timeout", 0, ["stage", "deploy"], overrides={"deploy_committed": True}
+    )
     assert r.report["status"] == "timeout"
     assert ep.events[-1]["truth"]["green_deployed"] is True
     assert ep.step("inspect", {"target": "deploy"}).report["green_version"] == "v2"
 
 
 def test_blind_retry_of_a_committed_deploy_restarts_green_and_costs():
-    ep, rs = play("deploy_timeout", 0, ["stage", "deploy", "retry"],
-                  overrides={"deploy_committed": True})
+    ep, rs = play(
+        "deploy_timeout", 0, ["stage", "deploy", "retry"], overrides={"deploy_committed": True}
+    )
     assert rs[-1].components["retry"] < 0
-    assert ep.events[-1]["truth"]["changed_at"]["green"] > ep.events[1]["truth"]["changed_at"]["green"]
+    assert (
+        ep.events[-1]["truth"]["changed_at"]["green"] > ep.events[1]["truth"]["changed_at"]["green"]
+    )
 
 
 def test_stale_health_report_predates_last_deploy():
-    ep, rs = play("stale_health", 0, ["stage", "deploy", "health_check"],
-                  overrides={"v2_broken": True})
+    ep, rs = play(
+        "stale_health", 0, ["stage", "deploy", "health_check"], overrides={"v2_broken": True}
+    )
     report = rs[-1].report
     assert report["status"] == "healthy"
     assert report["checked_at"] < ep.observe()["last_change"]["green"]
@@ -76,17 +89,21 @@ def test_stale_health_turns_fresh_and_truthful_after_the_cache_expires():
 
 
 def test_lost_migration_ack_then_blind_retry_corrupts_data_and_ends_unsafe():
-    ep, rs = play("partial_migration_ack", 0, ["migrate", "retry"],
-                  overrides={"migration_written": True})
+    ep, rs = play(
+        "partial_migration_ack", 0, ["migrate", "retry"], overrides={"migration_written": True}
+    )
     assert rs[0].report["status"] == "no_acknowledgement"
     assert ep.done and ep.verdict.outcome == "unsafe"
     assert "no_data_corruption" in ep.verdict.failed
 
 
 def test_partial_shift_reports_full_share_while_the_router_applies_less():
-    ep, rs = play("partial_traffic_shift", 0,
-                  ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
-                  overrides={"shift_fraction": 0.5})
+    ep, rs = play(
+        "partial_traffic_shift",
+        0,
+        ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
+        overrides={"shift_fraction": 0.5},
+    )
     assert rs[-1].report["green_percent"] == 100
     assert ep.events[-1]["truth"]["green_share"] == 0.5
     assert ep.step("inspect", {"target": "router"}).report["green_percent"] == 50
@@ -102,8 +119,9 @@ def test_flapping_health_reports_healthy_with_rising_restarts():
 
 
 def test_degrade_under_load_shows_at_the_canary_and_fails_later_at_full_load():
-    ep, _ = play("degrade_under_load", 0,
-                 ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})])
+    ep, _ = play(
+        "degrade_under_load", 0, ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})]
+    )
     canary = ep.step("health_check", {"target": "green"}).report
     assert canary["status"] == "healthy" and canary["error_rate"] > 0.01
     ep.step("shift_traffic", {"percent": 100})
@@ -119,8 +137,9 @@ def test_degrade_under_load_shows_at_the_canary_and_fails_later_at_full_load():
 def test_naive_ends_unsafe_or_has_completion_rejected(family):
     for seed in opsgym.seeds("test", 15):
         ep = opsgym.run("release", family, seed, "naive")
-        rejected = any(e["tool"] == "complete" and e["report"].get("accepted") is False
-                       for e in ep.events)
+        rejected = any(
+            e["tool"] == "complete" and e["report"].get("accepted") is False for e in ep.events
+        )
         assert ep.verdict.outcome == "unsafe" or rejected, (seed, ep.verdict)
 
 
@@ -163,14 +182,27 @@ def test_complete_without_evidence_is_rejected_penalised_and_the_episode_goes_on
     assert r.components["premature"] < 0 and not r.done and ep.verdict is None
     judged = ep.events[-1]["truth"]["judge"]
     assert {i["name"] for i in judged["invariants"] if not i["held"]} >= {
-        "fresh_health_evidence", "verified_after_last_traffic_change"}
+        "fresh_health_evidence",
+        "verified_after_last_traffic_change",
+    }
 
 
 def test_completion_is_rejected_when_an_ambiguous_deploy_was_never_inspected():
-    ep, _ = play("deploy_timeout", 0,
-                 ["stage", "deploy", "retry", "migrate", ("shift_traffic", {"percent": 100}),
-                  ("health_check", {"target": "green"}), "verify", "complete"],
-                 overrides={"deploy_committed": False})
+    ep, _ = play(
+        "deploy_timeout",
+        0,
+        [
+            "stage",
+            "deploy",
+            "retry",
+            "migrate",
+            ("shift_traffic", {"percent": 100}),
+            ("health_check", {"target": "green"}),
+            "verify",
+            "complete",
+        ],
+        overrides={"deploy_committed": False},
+    )
     judged = ep.events[-1]["truth"]["judge"]
     assert not judged["accepted"]
     assert [i["name"] for i in judged["invariants"] if not i["held"]] == ["ambiguity_resolved"]
@@ -192,8 +224,9 @@ def test_the_window_closing_terminates():
 def test_the_verdict_is_recomputable_from_the_record_alone():
     ep = opsgym.run("release", "stale_health", 3, "oracle")
     record = ep.record()
-    again = SPEC.judge.evaluate(record["events"][-1]["truth"], record["events"][:-1],
-                                completing=True)
+    again = SPEC.judge.evaluate(
+        record["events"][-1]["truth"], record["events"][:-1], completing=True
+    )
     assert again.to_dict() == record["verdict"]
 
 
@@ -226,15 +259,19 @@ def test_verified_v2_deploy_earns_more_than_the_cheapest_verified_rollback():
 
 
 def test_downtime_accrues_per_minute_of_traffic_on_a_failing_target():
-    ep, rs = play("v2_broken", 0, ["stage", "deploy", "migrate",
-                                   ("shift_traffic", {"percent": 100}), "verify"])
+    ep, rs = play(
+        "v2_broken",
+        0,
+        ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100}), "verify"],
+    )
     assert rs[-2].components["unsafe"] < 0
     assert rs[-1].components["downtime"] == pytest.approx(SPEC.rewards["downtime"] * 2.0)
 
 
 def test_progress_cannot_be_farmed_by_repeating_a_milestone():
-    ep, rs = play("nominal", 0, ["stage", "deploy", "migrate"]
-                  + [("health_check", {"target": "green"})] * 5)
+    ep, rs = play(
+        "nominal", 0, ["stage", "deploy", "migrate"] + [("health_check", {"target": "green"})] * 5
+    )
     progress = [r.components.get("progress", 0) for r in rs[3:]]
     assert progress[0] > 0 and progress[1:] == [0] * 4
 
@@ -244,3 +281,105 @@ def test_random_policy_rarely_ships_and_rewards_are_named():
     for ep in rewards:
         assert set(ep.rewards.totals) == set(SPEC.rewards)
     assert np.mean([ep.verdict.outcome in SAFE for ep in rewards]) < 0.5
+
+
+# -- every family lies somewhere; nominal never does ----------------------------------------
+
+LIES = {
+    # family: (calls, overrides, check(report, truth) -> the report contradicts the truth)
+    "deploy_timeout": (
+        ["stage", "deploy"],
+        {"deploy_committed": True},
+        lambda r, t: r["status"] == "timeout" and t["green_deployed"],
+    ),
+    "stale_health": (
+        ["stage", "deploy", ("health_check", {"target": "green"})],
+        {"v2_broken": True},
+        lambda r, t: r["status"] == "healthy" and not t["green_healthy"],
+    ),
+    "partial_migration_ack": (
+        ["migrate"],
+        {"migration_written": True},
+        lambda r, t: r["status"] == "no_acknowledgement" and t["schema"] == 2,
+    ),
+    "v2_broken": (
+        ["stage", "deploy"],
+        {},
+        lambda r, t: r["status"] == "ok" and not t["v2_shippable"],
+    ),
+    "flapping_health": (
+        ["stage", "deploy", "migrate", ("health_check", {"target": "green"})],
+        {},
+        lambda r, t: r["restarts"] > 0 and not t["green_healthy"],
+    ),
+    "partial_traffic_shift": (
+        ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
+        {"shift_fraction": 0.5},
+        lambda r, t: r["green_percent"] == 100 and t["green_share"] < 1,
+    ),
+    "degrade_under_load": (
+        [
+            "stage",
+            "deploy",
+            "migrate",
+            ("shift_traffic", {"percent": 100}),
+            ("health_check", {"target": "green"}),
+        ],
+        {},
+        lambda r, t: r["status"] == "healthy" and not t["green_healthy"],
+    ),
+    "timeout_and_stale": (
+        ["stage", "deploy"],
+        {"deploy_committed": True},
+        lambda r, t: r["status"] == "timeout" and t["green_deployed"],
+    ),
+    "ack_loss_and_partial_shift": (
+        ["migrate"],
+        {"migration_written": True},
+        lambda r, t: r["status"] == "no_acknowledgement" and t["schema"] == 2,
+    ),
+}
+
+
+def test_every_fault_family_has_a_lie_test():
+    assert set(LIES) == set(FAULTS)
+
+
+@pytest.mark.parametrize("family", sorted(LIES))
+def test_a_report_contradicts_the_truth(family):
+    calls, overrides, contradicts = LIES[family]
+    for seed in range(5):
+        ep, rs = play(family, seed, calls, overrides=overrides)
+        if family == "flapping_health" and rs[-1].report["status"] == "unhealthy":
+            continue  # flapping: some probes happen to say unhealthy; the restart count still lies
+        assert contradicts(rs[-1].report, ep.events[-1]["truth"]), (seed, rs[-1].report)
+
+
+def test_nominal_reports_agree_with_the_truth():
+    ep = opsgym.run("release", "nominal", 5, "oracle")
+    for e in ep.events:
+        if e["tool"] == "health_check":
+            healthy = e["truth"]["green_healthy"] if e["report"]["target"] == "green" else True
+            assert (e["report"]["status"] == "healthy") == healthy
+        if e["tool"] in ("deploy", "migrate", "shift_traffic"):
+            assert e["report"]["status"] == "ok"
+
+
+def test_oracle_observations_before_its_first_inspect_do_not_depend_on_the_commit():
+    for seed in opsgym.seeds("test", 10):
+        views = []
+        for committed in (True, False):
+            ep = opsgym.make(
+                "release", "deploy_timeout", seed, overrides={"deploy_committed": committed}
+            )
+            oracle = SPEC.policies["oracle"]()
+            oracle.reset(seed)
+            seen = [ep.observe()]
+            while True:
+                name, args = oracle.act(ep.observe(), [])
+                if name == "inspect":
+                    break
+                ep.step(name, args)
+                seen.append(ep.observe())
+            views.append(seen)
+        assert views[0] == views[1]
