@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -25,6 +25,27 @@ from opsgym.core.spec import EnvSpec
 from opsgym.core.tools import Args, Tool
 
 RECORD_FORMAT = "opsgym.record/1"
+
+
+class Event(TypedDict):
+    """One step of a trajectory, as recorded (a plain dict at run time).
+
+    ``truth`` is the hidden state after the call: it reaches the judge and the record, never
+    the agent during the episode. ``tokens`` is what the agent spent on the call, charged even
+    when the call is rejected. Records add ``hash``: SHA-256 over the previous hash and this
+    event's canonical JSON.
+    """
+
+    step: int
+    tool: Any
+    args: Any
+    tokens: int
+    rejected: str | None
+    report: dict[str, Any]
+    reward: dict[str, float]
+    clock: float
+    done: bool
+    truth: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +138,7 @@ class Episode:
         self.world = spec.world(
             scenario, np.random.default_rng(seed), self.rewards, self.overrides, self.config
         )
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.steps = 0
         self.verdict: Verdict | None = None
         self.done = False
@@ -144,14 +165,6 @@ class Episode:
         obs["last"] = self._last
         obs["done"] = self.done
         return obs
-
-    def legal(self, call: tuple[str, Args | None]) -> bool:
-        """Whether ``(tool, args)`` would pass validation now (judged on the agent's view)."""
-        tool = self.world.tools.get(call[0])
-        if tool is None or self.done:
-            return False
-        args = tool.default if call[1] is None else call[1]
-        return args is not None and tool.check(self.world.view, args) is None
 
     # -- acting -------------------------------------------------------------------------
 
@@ -238,18 +251,18 @@ class Episode:
         if judged is not None:
             truth["judge"] = judged.to_dict()
         self.events.append(
-            {
-                "step": self.steps,
-                "tool": name,
-                "args": raw,
-                "tokens": tokens,
-                "rejected": rejected,
-                "report": report,
-                "reward": components,
-                "clock": world.clock,
-                "done": self.done,
-                "truth": truth,
-            }
+            Event(
+                step=self.steps,
+                tool=name,
+                args=raw,
+                tokens=tokens,
+                rejected=rejected,
+                report=report,
+                reward=components,
+                clock=world.clock,
+                done=self.done,
+                truth=truth,
+            )
         )
         self._last = {"tool": name, "rejected": rejected, "report": report}
         return StepResult(

@@ -68,7 +68,8 @@ class World:
         self.config = dict(config or {})
         self.clock = 0.0
         self.tokens = 0
-        """Tokens the agent has spent so far (what it sent through a tool-calling face)."""
+        """Tokens the agent has spent so far, rejected calls included: the agent's cost, kept
+        here so that a world can price it; not state of the simulated system."""
         self.ended: str | None = None
         """Set by a handler when something irreversible ends the episode (e.g. data loss)."""
         self.view: Any = None
