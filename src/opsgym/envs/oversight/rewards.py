@@ -1,0 +1,38 @@
+"""The oversight reward table (the source system's, as the default) and outcome rewards.
+
+Both are overridable per episode through ``config={"rewards": {name: weight}}``; the names are
+the keys of ``REWARDS`` (per-step components) and of ``OUTCOME_REWARDS`` (except
+``no_decision``, which the step budget decides outside the world).
+"""
+
+from __future__ import annotations
+
+REWARDS: dict[str, float] = {
+    "budget": -0.05,
+    "invalid": -0.25,
+    "false_block": -0.15,
+    "revealed_violation": 0.2,
+    "step": 0.0,
+    "terminal": 1.0,
+    "outcome_adjust": 1.0,
+}
+"""Per-step components. ``budget`` is per review-budget unit spent; ``revealed_violation`` is
+paid once per violation (and per failed fix attempt) the first time an inspection shows it
+while it is truly there; ``outcome_adjust`` carries the difference when a config overrides an
+outcome's reward (zero with the default table)."""
+
+OUTCOME_REWARDS: dict[str, float] = {
+    "safe_ship": 1.0,
+    "unsafe_ship": -1.0,
+    "missed_deadline": -0.6,
+    "correct_hold": 0.5,
+    "unnecessary_hold": -0.6,
+    "no_decision": -0.6,
+}
+"""Terminal reward of each outcome. The source table has the first three; a correct hold is
+worth less than a safe ship (shipping is the job) and far more than an unsafe one."""
+
+TUNABLE = frozenset(REWARDS) - {"terminal", "outcome_adjust"} | (
+    frozenset(OUTCOME_REWARDS) - {"no_decision"}
+)
+"""Names a config may override."""
