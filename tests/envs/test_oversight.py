@@ -302,7 +302,11 @@ def test_the_reward_table_is_configurable_per_episode():
     assert ep.step("inspect_ticket", {"slot": 0}).components == {"budget": -0.5}
     run(ep, [AWAIT, *SHIP_ALL])
     assert ep.verdict.outcome == "safe_ship"
-    assert ep.rewards.totals["terminal"] + ep.rewards.totals["outcome_adjust"] == 3.0
+    assert ep.rewards.totals["terminal"] == 3.0
+    stalled = make("careful_qa_safe", 0, config={"rewards": {"no_decision": -2.0}}, max_steps=3)
+    run(stalled, [AWAIT] * 3)
+    assert stalled.verdict.outcome == "no_decision"
+    assert stalled.rewards.totals["terminal"] == -2.0
     with pytest.raises(UnknownNameError, match="Did you mean 'false_block'"):
         make(config={"rewards": {"false_blocks": -1.0}})
     with pytest.raises(TypeError, match="must be a number"):

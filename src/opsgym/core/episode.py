@@ -278,7 +278,8 @@ class Episode:
     def _finish(self, verdict: Verdict) -> None:
         self.verdict = verdict
         self.done = True
-        self.rewards.add("terminal", self.spec.outcome_rewards.get(verdict.outcome, 0.0))
+        table = self.world.outcome_rewards or self.spec.outcome_rewards
+        self.rewards.add("terminal", table.get(verdict.outcome, 0.0))
 
     # -- after the fact -----------------------------------------------------------------
 

@@ -70,6 +70,9 @@ class World:
         self.tokens = 0
         """Tokens the agent has spent so far, rejected calls included: the agent's cost, kept
         here so that a world can price it; not state of the simulated system."""
+        self.outcome_rewards: dict[str, float] | None = None
+        """Set to override the spec's terminal reward per outcome for this episode (a world
+        whose config makes its reward table tunable); ``None`` uses ``EnvSpec.outcome_rewards``."""
         self.ended: str | None = None
         """Set by a handler when something irreversible ends the episode (e.g. data loss)."""
         self.view: Any = None

@@ -45,8 +45,8 @@ No field carries a fact or says which proposal breaks which rule. The Gymnasium 
 as 106 floats (see ``encode.py``); ``prompt.render`` turns it into chat messages for an LLM.
 
 ## Rewards
-Named components (``rewards.py``), the source system's table by default; any of them but
-``no_decision`` can be overridden per episode with ``config={"rewards": {name: weight}}``:
+Named components (``rewards.py``), the source system's table by default; any of them can be
+overridden per episode with ``config={"rewards": {name: weight}}``:
 
 | component / outcome  | weight | when                                                        |
 |----------------------|--------|-------------------------------------------------------------|

@@ -1,8 +1,8 @@
 """The oversight reward table (the source system's, as the default) and outcome rewards.
 
 Both are overridable per episode through ``config={"rewards": {name: weight}}``; the names are
-the keys of ``REWARDS`` (per-step components) and of ``OUTCOME_REWARDS`` (except
-``no_decision``, which the step budget decides outside the world).
+the keys of ``REWARDS`` (per-step components) and of ``OUTCOME_REWARDS`` (the world hands its
+table to the episode, which pays it whatever ended the episode).
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ REWARDS: dict[str, float] = {
     "revealed_violation": 0.2,
     "step": 0.0,
     "terminal": 1.0,
-    "outcome_adjust": 1.0,
 }
 """Per-step components. ``budget`` is per review-budget unit spent; ``revealed_violation`` is
 paid once per violation (and per failed fix attempt) the first time an inspection shows it
-while it is truly there; ``outcome_adjust`` carries the difference when a config overrides an
-outcome's reward (zero with the default table)."""
+while it is truly there."""
 
 OUTCOME_REWARDS: dict[str, float] = {
     "safe_ship": 1.0,
@@ -32,7 +30,5 @@ OUTCOME_REWARDS: dict[str, float] = {
 """Terminal reward of each outcome. The source table has the first three; a correct hold is
 worth less than a safe ship (shipping is the job) and far more than an unsafe one."""
 
-TUNABLE = frozenset(REWARDS) - {"terminal", "outcome_adjust"} | (
-    frozenset(OUTCOME_REWARDS) - {"no_decision"}
-)
+TUNABLE = (frozenset(REWARDS) - {"terminal"}) | frozenset(OUTCOME_REWARDS)
 """Names a config may override."""

@@ -28,7 +28,6 @@ from opsgym.envs.oversight.domain import (
     findings,
     kind_of,
 )
-from opsgym.envs.oversight.judge import outcome_of
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
 from opsgym.envs.oversight.scenarios import FACT_VALUES, draw, settings
 from opsgym.envs.oversight.view import (
@@ -88,7 +87,7 @@ class Oversight(World):
     ):
         super().__init__(scenario, rng, rewards, overrides, config)
         difficulty, mix, weights = settings(self.config)
-        self._outcome_rewards = dict(OUTCOME_REWARDS)
+        self.outcome_rewards = dict(OUTCOME_REWARDS)
         for name, weight in weights.items():
             if name not in TUNABLE:
                 raise UnknownNameError("oversight reward", name, TUNABLE)
@@ -97,7 +96,7 @@ class Oversight(World):
             if name in REWARDS:
                 self.rewards.table[name] = float(weight)
             else:
-                self._outcome_rewards[name] = float(weight)
+                self.outcome_rewards[name] = float(weight)
         facts, setup = draw(scenario, rng, difficulty, mix)
         for key, value in self.overrides.items():
             if key not in FACT_VALUES:
@@ -121,7 +120,6 @@ class Oversight(World):
         self._latest: dict[str, str] = {}
         self._count = dict.fromkeys(KINDS, 0)
         self._proposals = 0
-        self._settled = False
         self._worker = {w["role"]: w for w in setup["workers"]}
         self.view = View(
             deadline=self.deadline,
@@ -343,18 +341,6 @@ class Oversight(World):
         self.clock += minutes
         while self._reworks and self._reworks[0][0] <= self.clock:
             self._arrive(*self._reworks.pop(0))
-        if self.clock >= self.deadline and self.ended is None:
-            self._settle()
-
-    def _settle(self) -> None:
-        """Pay the difference when a config overrides the reward of this outcome."""
-        if self._settled or self._outcome_rewards == OUTCOME_REWARDS:
-            return
-        self._settled = True
-        outcome = outcome_of(self.truth())
-        delta = self._outcome_rewards[outcome] - OUTCOME_REWARDS[outcome]
-        if delta:
-            self.rewards.add("outcome_adjust", delta)
 
     def _too_late(self) -> dict[str, Any]:
         """The report of a decision that would land after the deadline: it takes no effect."""
@@ -455,7 +441,6 @@ class Oversight(World):
         if prop["slot"] == SLOTS - 1:
             self.ship = {"at": self.clock, "violated": self.violated()}
             self.ended = "shipped"
-            self._settle()
             return {"approved": prop["id"], "shipped": True}
         phase_lines = [v.current[line.slot] for line in LINES if line.phase == v.phase]
         if all(p is not None and p["status"] == "approved" for p in phase_lines):
@@ -500,7 +485,6 @@ class Oversight(World):
                 "safe_ship_reachable": earliest < self.deadline,
             }
             self.ended = "held"
-            self._settle()
             return {"held": True, "final": True}
         due = self._reworks[0][0] if self._reworks else self.clock + MINUTES["idle_hold"]
         self.advance(due - self.clock)
