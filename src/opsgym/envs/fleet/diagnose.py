@@ -1,0 +1,225 @@
+"""The fleet's diagnostic tools: the surface dashboard and the deep reads.
+
+Each read draws a fixed number of uniforms whatever the truth, renders what the real tool would
+print (``telemetry.py``), stores what a careful reader extracts in the agent's view, and marks
+the sub-goals the evidence reaches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from opsgym.core.tools import NoArgs, tool
+from opsgym.envs.fleet import state as st
+from opsgym.envs.fleet.state import NodeArgs, RankArgs, node_in_service, rank_in_service
+from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
+from opsgym.envs.fleet.telemetry import (
+    BENCH_DRAWS,
+    FR_DRAWS,
+    KERNEL_DRAWS,
+    LOG_DRAWS,
+    SCRAPE_DRAWS,
+    benchmark,
+    flight_recorder,
+    kernel_log,
+    library_path,
+    nccl_log,
+    scrape,
+    topology,
+)
+
+if TYPE_CHECKING:
+    from opsgym.envs.fleet.world import Fleet
+
+    _Base = Fleet
+else:
+    _Base = object
+
+
+def _hot(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """GPUs a scrape shows near their memory limit or silent."""
+    return [
+        {"rank": g["rank"], "mem_gib": g["mem_gib"], "heartbeat_s": g["heartbeat_s"]}
+        for node in body["nodes"]
+        for g in node["gpus"]
+        if g["mem_gib"] >= 79.0 or g["heartbeat_s"] >= 30
+    ]
+
+
+class Diagnostics(_Base):
+    """Mixin of the read tools of :class:`~opsgym.envs.fleet.world.Fleet`."""
+
+    @tool(minutes=1.0)
+    def check_telemetry(self, args: NoArgs) -> dict[str, Any]:
+        """Read the fleet dashboard: the job's status and throughput, alerts, and each GPU's
+        memory, utilisation and heartbeat. The dashboard is scraped only every few calls
+        (next_refresh_in); in between it serves the last scrape, and `stale` says whether that
+        scrape predates your last remediation. Some alerts are red herrings and some degraded
+        nodes show as ok.
+        """
+        v, s, k = self.view, self._surface, self.level.refresh
+        if self._rendered is None:
+            body, counts = scrape(self.inv, s, self.level, self._draw(SCRAPE_DRAWS))
+            body["hot_gpus"] = _hot(body)
+            self._rendered = body
+            tally = self.t.scrapes
+            tally["updates"] += 1
+            for key, value in counts.items():
+                tally[key] += value
+        body = self._rendered
+        report = {
+            "scrape": s["call"] // k,
+            "scraped_at_call": s["call"],
+            "scraped_at_minute": s["clock"],
+            **body,
+        }
+        v.scrape, v.scrape_call = report, s["call"]
+        stale = v.stale()
+        ranks, nodes = v.ranks, v.nodes
+        ranks[:, st.R_ALERT] = ranks[:, st.R_HOT] = 0.0
+        nodes[:, st.N_ALERT] = nodes[:, st.N_DEGRADED] = 0.0
+        for alert in body["alerts"]:
+            if alert["rank"] is not None:
+                ranks[alert["rank"], st.R_ALERT] = 1.0
+            if alert["source"] in v.hosts:
+                nodes[v.hosts.index(alert["source"]), st.N_ALERT] = 1.0
+        for gpu in body["hot_gpus"]:
+            ranks[gpu["rank"], st.R_HOT] = 1.0
+        for i, node in enumerate(body["nodes"]):
+            nodes[i, st.N_DEGRADED] = float(node["status"] == "degraded")
+        status = body["job"]["status"]
+        if not stale:
+            if v.gated and v.phase == 1 and status != "stalled":
+                v.phase = 2
+            if status == "running" and s["healthy"]:
+                self._reach("recovery_confirmed")
+        return {
+            **report,
+            "stale": stale,
+            "age_calls": self._call - s["call"],
+            "next_refresh_in": -(self._call + 1) % k,
+        }
+
+    @tool(NodeArgs, requires=(node_in_service,), minutes=2.0)
+    def query_nccl_logs(self, args: NodeArgs) -> dict[str, Any]:
+        """Read the NCCL debug lines (NCCL_DEBUG=INFO) and ProcessGroupNCCL watchdog errors of
+        one node's eight ranks: NCCL version, ring channels, truncation warnings, timeouts.
+        """
+        v, t, node = self.view, self.t, args.node
+        out = nccl_log(self.inv, node, self._state(), self._draw(LOG_DRAWS))
+        summary = out["summary"]
+        v.nccl[node] = {**summary, "call": self._call}
+        row = v.nodes[node]
+        row[st.N_NCCL] = 1.0
+        row[st.N_TRUNC] = float(summary["truncation_warnings"] > 0)
+        odd = [int(r) for r, op in summary["watchdog_ops"].items() if op != "ALLREDUCE"]
+        row[st.N_ODD_OP] = float(bool(odd))
+        row[st.N_VERSION] = 1.0 if summary["version"] != GOOD_NCCL else -1.0
+        for rank in odd:
+            v.ranks[rank, st.R_ODD_OP] = 1.0
+        if node in t.version_nodes:
+            self._reach("version_located")
+        if self.facts["oom_rank"] in summary["oom_errors"]:
+            self._reach("oom_located")
+        if self._hung() and self.facts["desync_rank"] in odd:
+            self._reach("desync_located")
+        return {"node": node, **out}
+
+    @tool(NodeArgs, requires=(node_in_service,), minutes=1.0)
+    def read_kernel_log(self, args: NodeArgs) -> dict[str, Any]:
+        """Read one node's kernel ring buffer (dmesg): NVRM Xid messages with the PCI bus of
+        the GPU and the uptime they were logged at, and the job's start uptime.
+        """
+        v, node = self.view, args.node
+        out = kernel_log(self.inv, node, self._state(), self._draw(KERNEL_DRAWS))
+        summary = out["summary"]
+        v.kernel[node] = {**summary, "call": self._call}
+        v.nodes[node, st.N_KERNEL] = 1.0
+        first = node * GPUS_PER_NODE
+        v.ranks[first : first + GPUS_PER_NODE, st.R_XID] = 0.0
+        for rank in summary["current_xid79_ranks"]:
+            v.ranks[rank, st.R_XID] = 1.0
+        primary = self.facts["oom_rank"]
+        if primary in summary["current_xid79_ranks"] and primary in self.t.oom:
+            self._reach("oom_located")
+        return {"node": node, **out}
+
+    @tool(NodeArgs, requires=(node_in_service,), minutes=1.0)
+    def check_nccl_version(self, args: NodeArgs) -> dict[str, Any]:
+        """Audit one node's LD_LIBRARY_PATH and the libnccl it resolves."""
+        v, node = self.view, args.node
+        bad = node in self.t.version_nodes
+        out = library_path(self.inv, node, bad, node in v.fixed_paths)
+        v.versions[node] = {
+            "version": out["version"],
+            "LD_LIBRARY_PATH": out["LD_LIBRARY_PATH"],
+            "call": self._call,
+        }
+        v.nodes[node, st.N_VERSION] = 1.0 if bad else -1.0
+        if bad:
+            self._reach("version_located")
+        return {"node": node, **out}
+
+    @tool(minutes=1.0)
+    def show_topology(self, args: NoArgs) -> dict[str, Any]:
+        """Show the leaves and spines, the ring's order and route, and each spine's uplink
+        utilisation and ECN-marked packets from the switch counters.
+        """
+        t, f = self.t, self.facts
+        s = {
+            "ring_aware": t.ring_aware,
+            "ring_spine": t.ring_spine,
+            "loads": st.spine_loads(t),
+            "congested": t.congested,
+            "spine": f["congested_spine"],
+        }
+        out = topology(self.inv, s, self._draw(4))
+        self.view.topology = {"spines": out["spines"], "ring": out["ring"], "call": self._call}
+        if t.congested and s["loads"][f["congested_spine"]] > 0:
+            self._reach("congestion_located")
+        return out
+
+    @tool(minutes=3.0)
+    def benchmark_allreduce(self, args: NoArgs) -> dict[str, Any]:
+        """Run nccl-tests' all_reduce_perf (1 GiB, bfloat16) over the job's ring and report the
+        bus bandwidth. Samples jitter; a fabric fix is confirmed by three consecutive samples at
+        90% of nominal or better after the last topology change.
+        """
+        v, t = self.view, self.t
+        fabric = self._fabric()
+        out = benchmark(self.inv, fabric, self._draw(BENCH_DRAWS))
+        ratio = round(out["busbw_gbps"] / out["nominal_gbps"], 4)
+        v.bench = [*v.bench[-7:], ratio]
+        v.bench_streak = v.bench_streak + 1 if ratio >= BENCH_TARGET else 0
+        if v.bench_streak >= BENCH_STREAK:
+            if t.congested and fabric >= 1.0:
+                self._reach("congestion_confirmed")
+            if v.gated and v.phase == 2:
+                v.phase = 3
+        return {**out, "ratio": ratio, "streak": v.bench_streak, "target": BENCH_TARGET}
+
+    @tool(RankArgs, requires=(rank_in_service,), minutes=2.0)
+    def inspect_flight_recorder(self, args: RankArgs) -> dict[str, Any]:
+        """Dump one rank's PyTorch flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE): pg_config,
+        pg_status (last enqueued, started and completed collective) and the last entries, with
+        their ops, sizes and states.
+        """
+        v, rank = self.view, args.rank
+        out = flight_recorder(self.inv, rank, self._state(), self._draw(FR_DRAWS))
+        summary = out["summary"]
+        v.flight[rank] = {**summary, "call": self._call}
+        row = v.ranks[rank]
+        row[st.R_FR_SEEN] = 1.0
+        row[st.R_FR_BEHIND] = float(summary["behind"])
+        if summary["op"] != "nccl:all_reduce":
+            row[st.R_ODD_OP] = 1.0
+        ops: dict[int, set[str]] = {}
+        for dump in v.flight.values():
+            if dump["state"] == "started":
+                ops.setdefault(dump["seq"], set()).add(dump["op"])
+        v.mismatch = any(len(kinds) > 1 for kinds in ops.values())
+        if rank == self.facts["oom_rank"] and summary["behind"]:
+            self._reach("oom_located")
+        if rank == self.facts["desync_rank"] and self._hung():
+            self._reach("desync_located")
+        return out
