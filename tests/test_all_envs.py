@@ -195,3 +195,15 @@ def test_scripted_oracle_and_random_policies_run_to_an_outcome(env):
         ep = opsgym.run(env, None, 11, policy)
         assert ep.done and ep.verdict is not None
         assert ep.verdict.outcome in specs()[env].outcome_rewards
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_only_tools_are_callable_never_other_world_methods(env):
+    from tests.conftest import world_state
+
+    ep = opsgym.make(env, None, 0)
+    for name in ("truth", "observe", "advance", "apply", "__init__", "_change", "view", "rng"):
+        before = world_state(ep)
+        result = ep.step(name, {"minutes": 1000})
+        assert result.rejected is not None and result.rejected.startswith("unknown tool")
+        assert world_state(ep) == before
