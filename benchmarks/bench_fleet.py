@@ -7,13 +7,10 @@ observation, step and observe inside the timer (the oracle's own thinking includ
 outside. Log text is generated only by the tools that return it, so both rows pay for NCCL
 lines, flight-recorder dumps and kernel messages only when those tools are called.
 ``benchmarks/run.py`` adds these rows to its table (CartPole-v1 measured in the same run).
-
-    python benchmarks/bench_fleet.py [--steps 20000] [--repeats 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -66,16 +63,3 @@ def rows(repeats: int, steps: int = 20000) -> list[dict]:
         sps = statistics.median(fn(steps, i) for i in range(repeats))
         found.append({"env": "fleet", "face": face, "steps_per_s": sps})
     return found
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20000)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    for row in rows(args.repeats, args.steps):
-        print(f"| {row['env']} | {row['face']} | {row['steps_per_s']:,.0f} |")
-
-
-if __name__ == "__main__":
-    main()

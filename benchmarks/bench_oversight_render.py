@@ -5,13 +5,10 @@ validation, the world, the record) and then ``prompt.render(episode.observe(), e
 for the next turn. The source system managed 1,398 steps/s with its JSON observation rendered.
 Action choice (uniform over the legal catalogue calls) and resets are outside the timer.
 ``benchmarks/run.py`` adds these rows to its table (CartPole-v1 measured in the same run).
-
-    python benchmarks/bench_oversight_render.py [--steps 20000] [--repeats 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -55,16 +52,3 @@ def rows(repeats: int, steps: int = 20000) -> list[dict]:
         {"env": "oversight", "face": "core + prompt", "steps_per_s": both},
         {"env": "oversight", "face": "prompt only", "steps_per_s": alone},
     ]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20000)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    for row in rows(args.repeats, args.steps):
-        print(f"{row['env']:>10} {row['face']:>14}: {row['steps_per_s']:,.0f} steps/s")
-
-
-if __name__ == "__main__":
-    main()

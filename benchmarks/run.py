@@ -8,7 +8,7 @@ is done for CartPole, so the ratios compare like with like.
 
 Any ``benchmarks/bench_*.py`` that defines ``rows(repeats) -> list[dict]`` adds its own rows.
 
-    python benchmarks/run.py [--steps 20000] [--repeats 5] [--json benchmarks/results.json]
+    python benchmarks/run.py [--steps 20000] [--repeats 5] [--only ENV] [--json FILE]
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ def median(fn, repeats: int):
     return statistics.median(results)
 
 
-def extra_rows(repeats: int) -> list[dict]:
+def extra_rows(repeats: int, only: str | None = None) -> list[dict]:
     rows = []
-    for path in sorted(HERE.glob("bench_*.py")):
+    for path in sorted(HERE.glob(f"bench_{only or ''}*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -116,6 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", help="measure one environment (and CartPole)")
     parser.add_argument("--json", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
 
@@ -132,6 +133,8 @@ def main() -> None:
         }
     ]
     for name, spec in specs().items():
+        if args.only and name != args.only:
+            continue
         sps, reset = median(
             lambda i, gym_id=spec.gym_id: gym_steps(gym_id, args.steps, i, True), args.repeats
         )
@@ -154,7 +157,7 @@ def main() -> None:
                 "step_time_vs_cartpole": cart_sps / core,
             }
         )
-    for row in extra_rows(args.repeats):
+    for row in extra_rows(args.repeats, args.only):
         row.setdefault("step_time_vs_cartpole", cart_sps / row["steps_per_s"])
         rows.append(row)
 
