@@ -24,7 +24,6 @@ LADDER = (10, 50, 100)
 class Truth:
     """What is really so. Never shown to the agent during an episode."""
 
-    staged: bool = False
     green_deployed: bool = False
     green_restarts: int = 0
     schema: int = 1
@@ -271,7 +270,7 @@ class Release(World):
     @tool(requires=(_not_staged,), minutes=3.0)
     def stage(self, args: NoArgs) -> dict[str, Any]:
         """Copy the v2 artifacts to the green pool, ready to deploy."""
-        self.t.staged = self.view.staged = True
+        self.view.staged = True  # staging copies files; nothing about it can go wrong here
         self._progress("staged")
         return {"operation": "stage", "status": "ok"}
 
