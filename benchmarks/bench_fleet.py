@@ -12,33 +12,23 @@ lines, flight-recorder dumps and kernel messages only when those tools are calle
 from __future__ import annotations
 
 import statistics
-import time
-
-import numpy as np
 
 import opsgym
+from _loop import clock, random_legal_steps
 from opsgym.agents import get_policy
 from opsgym.envs.fleet.tasks import TASK_NAMES
-from opsgym.registry import catalogue, legal_actions
 
-clock = time.perf_counter
+
+def _step_and_observe(episode, name: str, args: dict) -> float:
+    t0 = clock()
+    episode.step(name, args)
+    episode.observe()
+    return clock() - t0
 
 
 def observe_steps(steps: int, seed: int) -> float:
     """Steps per second of step + observe over random legal calls, all tasks in turn."""
-    calls = [(tool.name, args.model_dump()) for tool, args in catalogue("fleet")]
-    rng = np.random.default_rng(seed)
-    episode, elapsed, done = None, 0.0, 0
-    while done < steps:
-        if episode is None or episode.done:
-            episode = opsgym.make("fleet", TASK_NAMES[done % len(TASK_NAMES)], seed + done)
-        name, args = calls[int(rng.choice(legal_actions(episode) or [len(calls) - 1]))]
-        t0 = clock()
-        episode.step(name, args)
-        episode.observe()
-        elapsed += clock() - t0
-        done += 1
-    return steps / elapsed
+    return random_legal_steps("fleet", TASK_NAMES, steps, seed, _step_and_observe)
 
 
 def oracle_steps(steps: int, seed: int) -> float:

@@ -10,38 +10,31 @@ Action choice (uniform over the legal catalogue calls) and resets are outside th
 from __future__ import annotations
 
 import statistics
-import time
 
-import numpy as np
-
-import opsgym
+from _loop import clock, random_legal_steps
 from opsgym.envs.oversight.prompt import render
-from opsgym.registry import catalogue, legal_actions, specs
+from opsgym.registry import specs
 
-clock = time.perf_counter
+
+def _step_and_render(episode, name: str, args: dict) -> float:
+    t0 = clock()
+    episode.step(name, args)
+    render(episode.observe(), episode.tools)
+    return clock() - t0
+
+
+def _render_only(episode, name: str, args: dict) -> float:
+    episode.step(name, args)
+    t0 = clock()
+    render(episode.observe(), episode.tools)
+    return clock() - t0
 
 
 def prompt_steps(steps: int, seed: int, render_only: bool = False) -> float:
     """Steps per second of step + render (or of render alone) over random legal calls."""
-    calls = [(tool.name, args.model_dump()) for tool, args in catalogue("oversight")]
     families = [s.name for s in specs()["oversight"].scenarios]
-    rng = np.random.default_rng(seed)
-    episode, elapsed, done = None, 0.0, 0
-    while done < steps:
-        if episode is None or episode.done:
-            episode = opsgym.make("oversight", families[done % len(families)], seed + done)
-        name, args = calls[int(rng.choice(legal_actions(episode) or [len(calls) - 1]))]
-        if render_only:
-            episode.step(name, args)
-            t0 = clock()
-            render(episode.observe(), episode.tools)
-        else:
-            t0 = clock()
-            episode.step(name, args)
-            render(episode.observe(), episode.tools)
-        elapsed += clock() - t0
-        done += 1
-    return steps / elapsed
+    measure = _render_only if render_only else _step_and_render
+    return random_legal_steps("oversight", families, steps, seed, measure)
 
 
 def rows(repeats: int, steps: int = 20000) -> list[dict]:

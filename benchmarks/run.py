@@ -20,17 +20,17 @@ import os
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import opsgym
-from opsgym.registry import catalogue, legal_actions, specs
+from opsgym.registry import specs
 
 HERE = Path(__file__).resolve().parent
-clock = time.perf_counter
+sys.path.insert(0, str(HERE))
+from _loop import clock, random_legal_steps  # noqa: E402
 
 
 def gym_steps(env_id: str, steps: int, seed: int, masked: bool, **kwargs) -> tuple[float, float]:
@@ -59,20 +59,7 @@ def gym_steps(env_id: str, steps: int, seed: int, masked: bool, **kwargs) -> tup
 
 def core_steps(env: str, steps: int, seed: int) -> float:
     """Steps per second through ``Episode.step`` (parsing, validation, recording)."""
-    table = catalogue(env)
-    calls = [(tool.name, args.model_dump()) for tool, args in table]
-    rng = np.random.default_rng(seed)
-    scenarios = [s.name for s in specs()[env].scenarios]
-    episode, elapsed, done = None, 0.0, 0
-    while done < steps:
-        if episode is None or episode.done:
-            episode = opsgym.make(env, scenarios[done % len(scenarios)], done)
-        name, args = calls[int(rng.choice(legal_actions(episode) or [len(calls) - 1]))]
-        t0 = clock()
-        episode.step(name, args)
-        elapsed += clock() - t0
-        done += 1
-    return steps / elapsed
+    return random_legal_steps(env, [s.name for s in specs()[env].scenarios], steps, seed)
 
 
 def median(fn, repeats: int):

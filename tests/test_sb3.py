@@ -19,21 +19,26 @@ def test_sb3_env_checker_accepts_the_gym_face(gym_id):
     sb3_check_env(gym.make(gym_id).unwrapped, warn=True)
 
 
-@pytest.mark.parametrize("gym_id", GYM_IDS)
-def test_maskable_ppo_trains_and_never_picks_a_masked_action(gym_id):
-    env = gym.make(gym_id)
-    assert is_masking_supported(env)
+def trained_maskable_ppo(env: gym.Env, seed: int, width: int) -> MaskablePPO:
+    """A tiny MaskablePPO after 128 steps on ``env``."""
     model = MaskablePPO(
         "MlpPolicy",
         env,
         n_steps=64,
         batch_size=32,
         n_epochs=1,
-        seed=0,
+        seed=seed,
         device="cpu",
-        policy_kwargs={"net_arch": [32]},
+        policy_kwargs={"net_arch": [width]},
     )
-    model.learn(total_timesteps=128)
+    return model.learn(total_timesteps=128)
+
+
+@pytest.mark.parametrize("gym_id", GYM_IDS)
+def test_maskable_ppo_trains_and_never_picks_a_masked_action(gym_id):
+    env = gym.make(gym_id)
+    assert is_masking_supported(env)
+    model = trained_maskable_ppo(env, seed=0, width=32)
     obs, _ = env.reset(seed=1)
     rejected = 0
     for _ in range(100):
@@ -48,17 +53,7 @@ def test_maskable_ppo_trains_and_never_picks_a_masked_action(gym_id):
 def test_maskable_ppo_training_is_reproducible_with_one_seed():
     def train():
         env = gym.make("opsgym/Release-v0", scenario="deploy_timeout")
-        model = MaskablePPO(
-            "MlpPolicy",
-            env,
-            n_steps=64,
-            batch_size=32,
-            n_epochs=1,
-            seed=3,
-            device="cpu",
-            policy_kwargs={"net_arch": [16]},
-        )
-        model.learn(total_timesteps=128)
+        model = trained_maskable_ppo(env, seed=3, width=16)
         return np.concatenate([p.detach().numpy().ravel() for p in model.policy.parameters()])
 
     assert np.array_equal(train(), train())
