@@ -139,7 +139,12 @@ def test_hidden_facts_do_not_reach_the_agent_before_a_revealing_tool(env, scenar
             actions = [int(rng.choice(allowed)) for _ in range(40)]
             seen = []
             for value in values:
-                genv = gym.make(specs()[env].gym_id, scenario=scenario, overrides={fact: value})
+                genv = gym.make(
+                    specs()[env].gym_id,
+                    scenario=scenario,
+                    overrides={fact: value},
+                    split="test" if s.held_out else "train",
+                )
                 obs, _ = genv.reset(seed=seed)
                 trace = [obs.tolist(), genv.unwrapped.episode.observe()]
                 for a in actions:

@@ -18,7 +18,7 @@ from opsgym.core.errors import OpsgymError
 from opsgym.core.judge import Verdict
 from opsgym.core.replay import ReplayResult, replay
 from opsgym.core.scenarios import seeds, split_of
-from opsgym.registry import list_envs, make, scenarios, specs
+from opsgym.registry import hidden_facts, list_envs, make, scenarios, specs
 
 __version__ = "0.1.0"
 
@@ -32,11 +32,20 @@ def run(
     max_steps: int | None = None,
     overrides: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
+    reward_timing: str = "end",
 ) -> Episode:
     """Play one episode to the end with a named policy and return it."""
     from opsgym.agents import get_policy, play
 
-    episode = make(env, scenario, seed, max_steps=max_steps, overrides=overrides, config=config)
+    episode = make(
+        env,
+        scenario,
+        seed,
+        max_steps=max_steps,
+        overrides=overrides,
+        config=config,
+        reward_timing=reward_timing,
+    )
     return play(episode, get_policy(env, policy))
 
 
@@ -59,6 +68,7 @@ __all__ = [
     "ReplayResult",
     "StepResult",
     "Verdict",
+    "hidden_facts",
     "list_envs",
     "make",
     "replay",

@@ -58,6 +58,8 @@ def make(
     max_steps: int | None = None,
     overrides: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
+    reward_timing: str = "end",
+    token_source: str = "caller",
 ) -> Episode:
     """Start an episode.
 
@@ -68,6 +70,9 @@ def make(
         max_steps: Step budget; ``None`` takes the environment's default.
         overrides: Force hidden facts the seed would draw (leak tests, curricula, debugging).
         config: Public settings of the episode (each environment documents its keys).
+        reward_timing: ``"end"`` (default) pays reward computed from hidden facts on the last
+            step; ``"dense"`` pays it at once and leaks the truth through the reward.
+        token_source: Who counts the tokens passed to ``Episode.step(tokens=...)``.
     """
     s = spec(env)
     return Episode(
@@ -77,7 +82,18 @@ def make(
         max_steps=max_steps,
         overrides=overrides,
         config=config,
+        reward_timing=reward_timing,
+        token_source=token_source,
     )
+
+
+def hidden_facts(env: str, scenario: str | None = None) -> dict[str, dict[str, list[Any]]]:
+    """The hidden facts of a scenario: ``{fact: {"values": [...], "revealed_by": [...]}}``.
+
+    ``values`` are the values the leak test forces; ``revealed_by`` are the tools that may
+    legitimately reveal the fact (no other channel may).
+    """
+    return spec(env).scenario(scenario).hidden_facts()
 
 
 @cache

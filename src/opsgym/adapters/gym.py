@@ -6,6 +6,11 @@ action space is ``Discrete(n)`` over the world's action catalogue, ``action_mask
 calls whose preconditions hold (for sb3-contrib's MaskablePPO), the time limit comes from the
 registration, and at the end ``info["verdict"]`` holds the judge's verdict.
 ``env.unwrapped.episode`` is the underlying :class:`~opsgym.core.episode.Episode`.
+
+Episodes are drawn from one split (``split="train"`` by default): ``reset(seed=...)`` seeds a
+stream of episode seeds that all lie in that split, and a ``mixed`` scenario draws its family
+from that split's families only. A held-out family needs ``split="dev"`` or ``"test"``.
+Each call is charged the world's fixed token cost (the record says ``token_source: fixed``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,14 @@ import gymnasium as gym
 import numpy as np
 
 from opsgym.core.episode import Episode
+from opsgym.core.errors import OpsgymError
+from opsgym.core.rewards import check_reward_timing
+from opsgym.core.scenarios import Scenario, check_split, seed_in_split, split_of
 from opsgym.registry import catalogue, spec
+
+
+class HeldOutFamilyError(OpsgymError, ValueError):
+    """A held-out family was asked for on the ``train`` split."""
 
 
 class OpsEnv(gym.Env[np.ndarray, np.int64]):
@@ -24,8 +36,12 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
 
     Args:
         env: The world's name (``release``, ...).
-        scenario: Fault family; the world's first when ``None``. ``reset(options={"scenario":
-            ...})`` switches it for one episode.
+        scenario: Fault family, or ``mixed`` (the seed draws the family); the world's first
+            when ``None``. ``reset(options={"scenario": ...})`` switches it for one episode.
+        split: Where episode seeds (and ``mixed`` families) come from: ``train`` (default),
+            ``dev`` or ``test``. Held-out families are refused on ``train``.
+        reward_timing: ``"end"`` (default) or ``"dense"``, which pays reward computed from
+            hidden facts at once and so leaks them (see :mod:`opsgym.core.rewards`).
         overrides: Hidden facts to force (see ``opsgym.make``).
         config: Public settings of the episode (see ``opsgym.make``). ``reset(options=...)``
             accepts ``scenario``, ``overrides`` and ``config`` for one episode.
@@ -45,9 +61,13 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         config: dict[str, Any] | None = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
+        split: str = "train",
+        reward_timing: str = "end",
     ):
         self._ops = spec(env)
-        self._scenario = self._ops.scenario(scenario)
+        self._split = check_split(split)
+        self._reward_timing = check_reward_timing(reward_timing)
+        self._scenario = self._allowed(self._ops.scenario(scenario))
         self._overrides = overrides
         self._config = config
         self._max_steps = max_steps
@@ -61,26 +81,53 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         self.render_mode = render_mode
         self.episode: Episode | None = None
 
+    def _allowed(self, scenario: Scenario) -> Scenario:
+        if scenario.held_out and self._split == "train":
+            raise HeldOutFamilyError(
+                f"Scenario {scenario.name!r} of {self._ops.name!r} is a held-out family: it is "
+                "never in the train split. Pass split='dev' or split='test' to evaluate on it."
+            )
+        return scenario
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start an episode; its seed comes from ``seed`` or from the env's seeded stream."""
+        """Start an episode.
+
+        Its seed is drawn from the env's seeded stream, within the env's split; or it is
+        ``options["episode_seed"]``, which must lie in that split. ``options`` may also set
+        ``scenario``, ``overrides`` and ``config`` for this one episode.
+        """
         super().reset(seed=seed)
         options = options or {}
         scenario = (
-            self._ops.scenario(options["scenario"]) if "scenario" in options else self._scenario
+            self._allowed(self._ops.scenario(options["scenario"]))
+            if "scenario" in options
+            else self._scenario
         )
+        if "episode_seed" in options:
+            episode_seed = int(options["episode_seed"])
+            if split_of(episode_seed) != self._split:
+                raise ValueError(
+                    f"episode_seed {episode_seed} is in the {split_of(episode_seed)!r} split, "
+                    f"not {self._split!r}; seeds split by seed % 10 (0-7 train, 8 dev, 9 test)"
+                )
+        else:
+            index = int(self.np_random.integers(2**27))
+            episode_seed = seed_in_split(self._split, index, self.np_random)
         self.episode = Episode(
             self._ops,
             scenario,
-            int(self.np_random.integers(2**31 - 1)),
+            episode_seed,
             max_steps=self._max_steps,
             overrides=options.get("overrides", self._overrides),
             config=options.get("config", self._config),
+            reward_timing=self._reward_timing,
         )
         return self._encoder.encode(self.episode), {
             "scenario": scenario.name,
             "seed": self.episode.seed,
+            "split": self._split,
         }
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -94,7 +141,7 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         tool, args = self._actions[index]
         result = episode.step_call(tool, args, raw=self._raw[index])
         info: dict[str, Any] = {
-            "report": result.report,
+            "report": result.report,  # already the caller's own copy, as are the components
             "rejected": result.rejected,
             "components": result.components,
         }

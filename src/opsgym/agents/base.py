@@ -18,7 +18,9 @@ class Policy(Protocol):
     """Anything that picks the next call from what the agent can see.
 
     ``obs`` is ``Episode.observe()``; ``legal`` lists the catalogue calls that pass validation
-    now (a policy may also call anything else and be rejected).
+    now (a policy may also call anything else and be rejected). A policy may also define
+    ``feedback(result)``: :func:`play` hands it each call's :class:`StepResult`, reward included,
+    as an RL agent would see it.
     """
 
     name: str
@@ -67,10 +69,18 @@ def legal_calls(episode: Episode) -> list[Call]:
     return [(table[i][0].name, table[i][1].model_dump()) for i in legal_actions(episode)]
 
 
-def play(episode: Episode, policy: Policy) -> Episode:
-    """Let ``policy`` act until the episode ends; return the episode."""
-    policy.reset(episode.seed)
+def play(episode: Episode, policy: Policy, *, reset: bool = True) -> Episode:
+    """Let ``policy`` act until the episode ends; return the episode.
+
+    Each call is charged the world's fixed token cost: a policy cannot report its own tokens.
+    ``reset=False`` leaves a policy that was already reset (told more than the seed) as it is.
+    """
+    if reset:
+        policy.reset(episode.seed)
+    feedback = getattr(policy, "feedback", None)
     while not episode.done:
         name, args = policy.act(episode.observe(), legal_calls(episode))
-        episode.step(name, args)
+        result = episode.step(name, args)
+        if feedback is not None:
+            feedback(result)
     return episode

@@ -3,7 +3,12 @@
 ``validate -> apply -> reward -> record -> judge``. A call that fails validation (unknown
 tool, bad arguments, unmet precondition) is recorded with its reason, costs the ``invalid``
 component, and changes nothing in the world. The trajectory is a list of events; each record
-chains them with SHA-256 so that any later edit is detectable.
+chains them with SHA-256, from a root that is the hash of the record's header (env, scenario,
+seed, budget, overrides, config, reward timing, token source), so that any later edit of an
+event or of the header is detectable.
+
+Everything handed to the caller (a report, the components, an observation) is the caller's own
+copy: changing it changes neither the world nor the recorded trajectory.
 """
 
 from __future__ import annotations
@@ -17,14 +22,48 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from opsgym.core.errors import EpisodeDoneError
+from opsgym.core.errors import EpisodeDoneError, UnknownNameError
 from opsgym.core.judge import Verdict
-from opsgym.core.rewards import RewardLedger
-from opsgym.core.scenarios import Scenario, check_seed
+from opsgym.core.rewards import RewardLedger, check_reward_timing
+from opsgym.core.scenarios import Scenario, check_seed, draw_family
 from opsgym.core.spec import EnvSpec
 from opsgym.core.tools import Args, Tool
 
-RECORD_FORMAT = "opsgym.record/1"
+RECORD_FORMAT = "opsgym.record/2"
+HEADER_FIELDS = (
+    "format",
+    "env",
+    "scenario",
+    "seed",
+    "max_steps",
+    "overrides",
+    "config",
+    "reward_timing",
+    "token_source",
+)
+"""The record's header: hashed into the root of the event chain."""
+
+TOKEN_SOURCES = ("fixed", "caller", "gym", "provider", "tokenizer", "none")
+"""Where an episode's token counts came from: ``fixed`` (the world's ``tokens_per_call``,
+charged by the harness), ``caller`` (``Episode.step(tokens=...)`` taken on the caller's word),
+``gym`` (the Gym face's fixed cost), ``provider`` (an LLM endpoint's usage figures),
+``tokenizer`` (counted by a tool-calling face with a tokenizer), ``none`` (not counted)."""
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def fresh(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts, lists, atoms) that shares nothing mutable with it.
+
+    Cheaper than ``copy.deepcopy`` for the small reports a tool returns; tuples and other
+    immutable values are shared, as they cannot be changed.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else fresh(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else fresh(v) for v in value]
+    return value
 
 
 class Event(TypedDict):
@@ -93,8 +132,15 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
+def header_hash(header: dict[str, Any]) -> str:
+    """The root of a record's hash chain: SHA-256 of its header's canonical JSON."""
+    body = {k: header.get(k) for k in HEADER_FIELDS}
+    return hashlib.sha256(canonical(jsonable(body))).hexdigest()
+
+
 def chain(events: list[dict[str, Any]], seed_hash: str = "") -> list[str]:
-    """The hash chain over ``events`` (each event without its own ``hash`` key)."""
+    """The hash chain over ``events`` (each event without its own ``hash`` key), from the root
+    ``seed_hash`` (a record's :func:`header_hash`)."""
     hashes, prev = [], seed_hash
     for event in events:
         body = {k: v for k, v in event.items() if k != "hash"}
@@ -115,7 +161,13 @@ class Episode:
         seed: Seeds the episode's only random generator.
         max_steps: Step budget (``None`` for the environment's default, ``0`` for none).
         overrides: Hidden facts forced to given values (see :class:`opsgym.core.world.World`).
+            In a ``mixed`` episode, ``family`` forces the drawn family.
         config: Public settings of the episode (see :class:`opsgym.core.world.World`).
+        reward_timing: ``"end"`` pays reward components computed from hidden facts on the last
+            step; ``"dense"`` pays them at once and so leaks the truth (see
+            :mod:`opsgym.core.rewards`).
+        token_source: Where the token counts of calls made with ``tokens=`` come from (one of
+            :data:`TOKEN_SOURCES`); a face that counts tokens itself names its method here.
     """
 
     def __init__(
@@ -127,6 +179,8 @@ class Episode:
         max_steps: int | None = None,
         overrides: dict[str, Any] | None = None,
         config: dict[str, Any] | None = None,
+        reward_timing: str = "end",
+        token_source: str = "caller",
     ):
         self.spec = spec
         self.scenario = scenario
@@ -134,16 +188,36 @@ class Episode:
         self.max_steps = spec.max_steps if max_steps is None else int(max_steps)
         self.overrides = jsonable(dict(overrides or {}))
         self.config = jsonable(dict(config or {}))
-        self.rewards = RewardLedger(spec.rewards)
-        self.world = spec.world(
-            scenario, np.random.default_rng(seed), self.rewards, self.overrides, self.config
-        )
+        self.reward_timing = check_reward_timing(reward_timing)
+        if token_source not in TOKEN_SOURCES:
+            raise UnknownNameError("token source", token_source, TOKEN_SOURCES)
+        self.token_source = token_source
+        self._tokens_given = False
+        self.rewards = RewardLedger(spec.rewards, spec.settled, self.reward_timing)
+        rng = np.random.default_rng(seed)
+        world_overrides = self.overrides
+        if scenario.mixture:
+            self.family = self._draw_family(rng)
+            world_overrides = {k: v for k, v in self.overrides.items() if k != "family"}
+        else:
+            self.family = scenario
+        self.world = spec.world(self.family, rng, self.rewards, world_overrides, self.config)
         self.events: list[Event] = []
         self.steps = 0
         self.verdict: Verdict | None = None
         self.done = False
         self.truncated = False
         self._last: dict[str, Any] | None = None
+
+    def _draw_family(self, rng: np.random.Generator) -> Scenario:
+        forced = self.overrides.get("family")
+        if forced is None:
+            return draw_family(self.spec.scenarios, self.seed, rng)
+        rng.random()  # the draw it replaces, so the rest of the stream is the seed's own
+        family = self.spec.scenario(forced)
+        if family.mixture:
+            raise UnknownNameError("family", forced, [s.name for s in self.spec.families()])
+        return family
 
     # -- what the agent sees -------------------------------------------------------------
 
@@ -162,7 +236,7 @@ class Episode:
         obs = self.world.observe()
         obs["step"] = self.steps
         obs["steps_left"] = self.max_steps - self.steps if self.max_steps else None
-        obs["last"] = self._last
+        obs["last"] = fresh(self._last)
         obs["done"] = self.done
         return obs
 
@@ -173,8 +247,12 @@ class Episode:
     ) -> StepResult:
         """Validate and carry out one call.
 
-        ``tokens`` is what the agent spent to produce the call (counted by a tool-calling face);
-        ``None`` charges the world's fixed ``tokens_per_call``.
+        ``tokens`` is what the agent spent to produce the call; ``None`` charges the world's
+        fixed ``tokens_per_call``. **It is taken on trust**: an agent that reports its own
+        tokens can report zero. Faces count tokens themselves (the Gym face charges the fixed
+        cost; the tool-calling face counts the model's output) and pass their count here; the
+        record's ``token_source`` says where the counts came from (``caller`` unless the face
+        that built the episode named its method).
 
         Never raises for bad input from the agent: an unknown tool, malformed arguments or an
         unmet precondition make a rejected step. Raises :class:`EpisodeDoneError` only when the
@@ -222,7 +300,10 @@ class Episode:
     ) -> StepResult:
         world, rewards = self.world, self.rewards
         self.steps += 1
-        tokens = world.tokens_per_call if tokens is None else tokens
+        if tokens is None:
+            tokens = world.tokens_per_call
+        else:
+            self._tokens_given = True
         world.tokens += tokens
         rewards.add("step")
         judged: Verdict | None = None
@@ -246,8 +327,11 @@ class Episode:
                 self.truncated = True
             if terminated or self.truncated:
                 self._finish(self.spec.judge.evaluate(world.truth(), self.events, completing=False))
-        components = rewards.close_step()
+        components = rewards.close_step(final=self.done)
         truth = world.truth()
+        truth["family"] = self.family.name
+        if rewards.accrued:
+            truth["accrued"] = rewards.accrued
         if judged is not None:
             truth["judge"] = judged.to_dict()
         self.events.append(
@@ -266,13 +350,13 @@ class Episode:
         )
         self._last = {"tool": name, "rejected": rejected, "report": report}
         return StepResult(
-            report=report,
+            report=fresh(report),
             reward=sum(components.values()),
             done=self.done,
             rejected=rejected,
             terminated=terminated,
             truncated=self.truncated,
-            components=components,
+            components=dict(components),
         )
 
     def _finish(self, verdict: Verdict) -> None:
@@ -288,16 +372,13 @@ class Episode:
         """Sum of all rewards so far."""
         return self.rewards.total
 
-    def record(self) -> dict[str, Any]:
-        """The episode as a JSON-serialisable, hash-chained record.
+    @property
+    def recorded_token_source(self) -> str:
+        """Where this episode's token counts came from so far (see :data:`TOKEN_SOURCES`)."""
+        return self.token_source if self._tokens_given else "fixed"
 
-        Each event carries the call, what the tool reported, the reward components and,
-        under ``truth``, what was actually true after the call. ``opsgym.replay`` recomputes
-        it from ``(env, scenario, seed, overrides, calls)``.
-        """
-        events = [dict(e) for e in self.events]
-        for event, digest in zip(events, chain(events), strict=True):
-            event["hash"] = digest
+    def header(self) -> dict[str, Any]:
+        """The record's header, the root of its hash chain."""
         return {
             "format": RECORD_FORMAT,
             "env": self.env,
@@ -306,6 +387,26 @@ class Episode:
             "max_steps": self.max_steps,
             "overrides": self.overrides,
             "config": self.config,
+            "reward_timing": self.reward_timing,
+            "token_source": self.recorded_token_source,
+        }
+
+    def record(self) -> dict[str, Any]:
+        """The episode as a JSON-serialisable, hash-chained record.
+
+        Each event carries the call, what the tool reported, the reward components paid and,
+        under ``truth``, what was actually true after the call (the drawn ``family``, and the
+        settled reward ``accrued`` out of sight). ``opsgym.replay`` recomputes it from the
+        header and the calls. The header is the root of the hash chain.
+        """
+        events = [fresh(e) for e in self.events]
+        header = self.header()
+        root = header_hash(header)
+        for event, digest in zip(events, chain(events, root), strict=True):
+            event["hash"] = digest
+        return {
+            **header,
+            "root": root,
             "calls": [
                 {"tool": e["tool"], "args": e["args"], "tokens": e["tokens"]} for e in events
             ],
@@ -313,5 +414,5 @@ class Episode:
             "verdict": self.verdict.to_dict() if self.verdict else None,
             "return": self.rewards.total,
             "rewards": dict(self.rewards.totals),
-            "hash": events[-1]["hash"] if events else "",
+            "hash": events[-1]["hash"] if events else root,
         }

@@ -1,9 +1,10 @@
 """Replay: recompute an episode from its record and prove it matches.
 
-An episode is a function of ``(env, scenario, seed, overrides, calls)``. Replay runs the calls
-again on a fresh episode and compares every event, field by field, and the hash chain. The first
-difference names the step, the field and both values, so a tampered record or a behaviour change
-in an environment is found where it starts.
+An episode is a function of its header (env, scenario, seed, budget, overrides, config, reward
+timing, token source) and its calls. Replay runs the calls again on a fresh episode and compares
+every event, field by field, and the hash chain, whose root is the header's hash. The first
+difference names the step, the field and both values (step 0 and field ``header`` for an edited
+header), so a tampered record or a behaviour change in an environment is found where it starts.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from opsgym.core.episode import RECORD_FORMAT, chain
-from opsgym.core.errors import RecordError
+from opsgym.core.episode import RECORD_FORMAT, chain, header_hash
+from opsgym.core.errors import OpsgymError, RecordError
 
 _FIELDS = ("env", "scenario", "seed", "calls", "events")
 
@@ -54,25 +55,41 @@ def replay(record: dict[str, Any]) -> ReplayResult:
     if record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
         raise RecordError(f"Record format {record['format']!r} is not {RECORD_FORMAT!r}.")
     calls = record["calls"]
-    episode = make(
-        record["env"],
-        scenario=record["scenario"],
-        seed=record["seed"],
-        max_steps=record.get("max_steps"),
-        overrides=record.get("overrides") or None,
-        config=record.get("config") or None,
-    )
+    source = record.get("token_source", "fixed")
+    try:
+        episode = make(
+            record["env"],
+            scenario=record["scenario"],
+            seed=record["seed"],
+            max_steps=record.get("max_steps"),
+            overrides=record.get("overrides") or None,
+            config=record.get("config") or None,
+            reward_timing=record.get("reward_timing", "end"),
+            token_source="caller" if source == "fixed" else source,
+        )
+    except (OpsgymError, ValueError, TypeError) as exc:
+        raise RecordError(f"Record header cannot be replayed: {exc}") from exc
     for call in calls:
         if episode.done:
             break
-        tokens = call.get("tokens")
+        tokens = call.get("tokens") if source != "fixed" else None
         episode.step(
             call.get("tool"), call.get("args"), tokens=tokens if isinstance(tokens, int) else None
         )
     fresh = episode.record()
     recorded_events = record["events"]
+    root = header_hash(record)
     diff = None
+    if record.get("root") != root:
+        diff = {
+            "step": 0,
+            "field": "header",
+            "recorded": record.get("root"),
+            "replayed": root,
+        }
     for i, (old, new) in enumerate(zip(recorded_events, fresh["events"], strict=False)):
+        if diff is not None:
+            break
         body_old = {k: v for k, v in old.items() if k != "hash"}
         body_new = {k: v for k, v in new.items() if k != "hash"}
         name = _first_field(body_old, body_new)
@@ -95,8 +112,9 @@ def replay(record: dict[str, Any]) -> ReplayResult:
             "replayed": len(fresh["events"]),
         }
     if diff is None:
-        chained = chain(recorded_events)
-        if record.get("hash", chained[-1] if chained else "") != (chained[-1] if chained else ""):
+        chained = chain(recorded_events, root)
+        last = chained[-1] if chained else root
+        if record.get("hash") != last:
             diff = {
                 "step": 0,
                 "field": "hash",

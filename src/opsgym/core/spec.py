@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from opsgym.core.errors import UnknownNameError
+from opsgym.core.exploits import Exploit, RewardCheck
 from opsgym.core.judge import Judge
 from opsgym.core.scenarios import Scenario
 from opsgym.core.world import World
@@ -49,6 +50,12 @@ class EnvSpec:
         encoder: Factory of the vector view used by the Gym face.
         policies: Scripted policies by name (``random`` is generic and always available).
         safe_outcomes: Outcomes that count as a safe end of the episode.
+        settled: Reward components computed from hidden facts, paid on the episode's last step
+            (see :mod:`opsgym.core.rewards`).
+        exploits: The exploit suite ``opsgym audit`` runs against this world.
+        reward_checks: The world's own statements about its reward, checked by the audit.
+        prompt: ``render(episode) -> str``, the text an LLM agent is shown now, if the world
+            has its own renderer (the audit's leak test compares it too).
     """
 
     name: str
@@ -62,12 +69,20 @@ class EnvSpec:
     encoder: Callable[[], Encoder]
     policies: dict[str, Callable[[], Any]] = field(default_factory=dict)
     safe_outcomes: frozenset[str] = frozenset()
+    settled: frozenset[str] = frozenset()
+    exploits: tuple[Exploit, ...] = ()
+    reward_checks: tuple[RewardCheck, ...] = ()
+    prompt: Callable[[Episode], str] | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.
         from opsgym.registry import spec
 
         return spec, (self.name,)
+
+    def families(self) -> tuple[Scenario, ...]:
+        """The named fault families (every scenario but ``mixed``)."""
+        return tuple(s for s in self.scenarios if not s.mixture)
 
     def scenario(self, name: str | None) -> Scenario:
         """The scenario called ``name`` (the first one when ``None``)."""
