@@ -132,8 +132,8 @@ def test_hidden_facts_do_not_reach_the_agent_before_a_revealing_tool(env, scenar
     """Force each hidden fact both ways; whatever the agent does short of a tool that may
     reveal it, everything it sees (observations, reports, vectors, masks) is identical."""
     s = specs()[env].scenario(scenario)
-    allowed = [i for i, (t, _) in enumerate(catalogue(env)) if t.name not in s.revealed_by]
     for fact, values in s.hidden.items():
+        allowed = [i for i, (t, _) in enumerate(catalogue(env)) if t.name not in s.revealers(fact)]
         for seed in range(4):
             rng = np.random.default_rng(seed)
             actions = [int(rng.choice(allowed)) for _ in range(40)]
