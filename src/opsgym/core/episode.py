@@ -140,7 +140,8 @@ def header_hash(header: dict[str, Any]) -> str:
 
 def chain(events: list[dict[str, Any]], seed_hash: str = "") -> list[str]:
     """The hash chain over ``events`` (each event without its own ``hash`` key), from the root
-    ``seed_hash`` (a record's :func:`header_hash`)."""
+    ``seed_hash`` (a record's :func:`header_hash`).
+    """
     hashes, prev = [], seed_hash
     for event in events:
         body = {k: v for k, v in event.items() if k != "hash"}

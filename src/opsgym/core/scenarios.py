@@ -165,7 +165,8 @@ def families(scenarios: Iterable[Scenario], split: str) -> list[str]:
 
 def seed_in_split(split: str, index: int, rng: np.random.Generator) -> int:
     """An episode seed of ``split``: ``10 * index`` plus a residue of that split drawn by
-    ``rng`` (``train``: 0-7, ``dev``: 8, ``test``: 9)."""
+    ``rng`` (``train``: 0-7, ``dev``: 8, ``test``: 9).
+    """
     check_split(split)
     residues = {"train": 8, "dev": 1, "test": 1}[split]
     base = {"train": 0, "dev": 8, "test": 9}[split]
