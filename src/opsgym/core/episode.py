@@ -312,6 +312,7 @@ class Episode:
             rewards.add("invalid")
             report: dict[str, Any] = {"error": rejected}
         else:
+            world.lies.before_call(self.steps, tool.name, args)
             report = world.apply(tool, args)
             if tool.terminal:
                 judged = self.spec.judge.evaluate(world.truth(), self.events, completing=True)
@@ -333,6 +334,9 @@ class Episode:
         truth["family"] = self.family.name
         if rewards.accrued:
             truth["accrued"] = rewards.accrued
+        told = world.lies.drain_new()
+        if told:
+            truth["lies"] = told
         if judged is not None:
             truth["judge"] = judged.to_dict()
         self.events.append(

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from opsgym.core.lies import LieLedger
 from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import Scenario
 from opsgym.core.tools import Args, Tool
@@ -75,6 +76,8 @@ class World:
         whose config makes its reward table tunable); ``None`` uses ``EnvSpec.outcome_rewards``."""
         self.ended: str | None = None
         """Set by a handler when something irreversible ends the episode (e.g. data loss)."""
+        self.lies = LieLedger()
+        """Reports that misled, marked by handlers with ``self.lies.tell(...)``; hidden."""
         self.view: Any = None
 
     def apply(self, tool: Tool, args: Args) -> dict[str, Any]:

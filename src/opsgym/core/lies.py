@@ -1,0 +1,118 @@
+"""Lies: reports that misled, and whether the agent trusted them.
+
+A world marks, when a tool reports, the reports that contradict the truth: a timeout on a
+deploy that had committed, a cached "healthy" for a pool that is failing, a red-herring alert,
+a worker's false claim. Each lie names the calls that could *reconcile* it (an inspection, a
+fresh probe) and the calls that would act on it (*consequential*: a retry, a traffic shift, an
+approval, a completion). After it is told, the first of those the agent makes decides it:
+
+* **reconciled**: a reconciling call came first;
+* **trusted**: a consequential call came first (the agent acted on the lie unchecked);
+* **open**: neither happened before the episode ended.
+
+The lies live in the truth: the judge, the record and the store see them, the agent never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+Match = Callable[[str, Any], bool]
+"""``(tool, args) -> bool``: does this accepted call reconcile (or act on) the lie? Must pickle
+(a module-level function, a :class:`Calls`), as episodes do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calls:
+    """A match on any call of ``tools``, whatever its arguments."""
+
+    tools: frozenset[str]
+
+    def __call__(self, tool: str, args: Any) -> bool:
+        """Whether ``tool`` is one of ``tools``."""
+        return tool in self.tools
+
+
+def calls(*tools: str) -> Calls:
+    """A match on any call of ``tools``, whatever its arguments."""
+    return Calls(frozenset(tools))
+
+
+@dataclass(slots=True)
+class Lie:
+    """One misleading report."""
+
+    kind: str
+    step: int
+    reconciles: Match
+    trusts: Match
+    detail: str = ""
+    status: str = "open"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for the record's truth)."""
+        return {"kind": self.kind, "step": self.step, "detail": self.detail, "status": self.status}
+
+
+class LieLedger:
+    """The lies told in one episode, and what became of each."""
+
+    __slots__ = ("told", "_step", "_new")
+
+    def __init__(self) -> None:
+        self.told: list[Lie] = []
+        self._step = 0
+        self._new: list[Lie] = []
+
+    def tell(
+        self,
+        kind: str,
+        *,
+        reconciled_by: Match | Iterable[str],
+        trusted_by: Match | Iterable[str],
+        detail: str = "",
+    ) -> None:
+        """Mark the report being made now as a lie of ``kind``."""
+        lie = Lie(kind, self._step, _match(reconciled_by), _match(trusted_by), detail)
+        self.told.append(lie)
+        self._new.append(lie)
+
+    def before_call(self, step: int, tool: str, args: Any) -> None:
+        """Settle open lies against an accepted call about to run (step ``step``)."""
+        self._step = step
+        for lie in self.told:
+            if lie.status == "open":
+                if lie.reconciles(tool, args):
+                    lie.status = "reconciled"
+                elif lie.trusts(tool, args):
+                    lie.status = "trusted"
+
+    def drain_new(self) -> list[dict[str, Any]]:
+        """The lies told since the last call, as dicts (for the event's truth)."""
+        if not self._new:
+            return []
+        new, self._new = self._new, []
+        return [lie.to_dict() for lie in new]
+
+    def summary(self) -> dict[str, Any]:
+        """``{"told", "trusted", "reconciled", "by_kind": {kind: {"told", "trusted",
+        "reconciled"}}}``.
+        """
+        by_kind: dict[str, dict[str, int]] = {}
+        for lie in self.told:
+            k = by_kind.setdefault(lie.kind, {"told": 0, "trusted": 0, "reconciled": 0})
+            k["told"] += 1
+            if lie.status in ("trusted", "reconciled"):
+                k[lie.status] += 1
+        return {
+            "told": len(self.told),
+            "trusted": sum(k["trusted"] for k in by_kind.values()),
+            "reconciled": sum(k["reconciled"] for k in by_kind.values()),
+            "by_kind": by_kind,
+        }
+
+
+def _match(spec: Match | Iterable[str]) -> Match:
+    return spec if callable(spec) else calls(*spec)
