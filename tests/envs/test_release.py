@@ -11,9 +11,24 @@ import pytest
 import opsgym
 from opsgym.envs.release import OUTCOME_REWARDS, SPEC
 
-FAMILIES = [s.name for s in SPEC.scenarios]
+FAMILIES = [s.name for s in SPEC.families()]
 FAULTS = [f for f in FAMILIES if f != "nominal"]
 SAFE = SPEC.safe_outcomes
+FINE = {"v2_broken": False, "v2_degrades": False}
+"""Overrides that take the base defect rate out of an episode."""
+PRESENT = {
+    # family: overrides that switch its own fault on (each family draws it on most seeds)
+    "nominal": {},
+    "deploy_timeout": {"deploy_times_out": True},
+    "stale_health": {"stale_minutes": 4.0},
+    "partial_migration_ack": {"migration_ack_lost": True},
+    "v2_broken": {"v2_broken": True},
+    "flapping_health": {"v2_flapping": True},
+    "partial_traffic_shift": {"shift_fraction": 0.5},
+    "degrade_under_load": {"v2_degrades": True},
+    "timeout_and_stale": {"deploy_times_out": True, "stale_minutes": 4.0},
+    "ack_loss_and_partial_shift": {"migration_ack_lost": True, "shift_fraction": 0.5},
+}
 
 
 def play(scenario, seed, calls, **kw):
@@ -35,7 +50,7 @@ def test_the_ten_tools_in_action_order():
         "rollback",
         "complete",
     ]
-    env = gym.make("opsgym/Release-v0")
+    env = gym.make("opsgym/Release-v1")
     assert env.action_space.n == 10 and env.observation_space.shape == (22,)
 
 
@@ -52,26 +67,52 @@ def test_at_least_four_new_families_and_held_out_ones_never_in_train():
 
 def test_deploy_timeout_can_hide_a_committed_deploy():
     ep, (_, r) = play(
-        "deploy_timeout", 0, ["stage", "deploy"], overrides={"deploy_committed": True}
+        "deploy_timeout",
+        0,
+        ["stage", "deploy"],
+        overrides={"deploy_times_out": True, "deploy_committed": True},
     )
     assert r.report["status"] == "timeout"
     assert ep.events[-1]["truth"]["green_deployed"] is True
     assert ep.step("inspect", {"target": "deploy"}).report["green_version"] == "v2"
 
 
-def test_blind_retry_of_a_committed_deploy_restarts_green_and_costs():
-    ep, rs = play(
-        "deploy_timeout", 0, ["stage", "deploy", "retry"], overrides={"deploy_committed": True}
-    )
+def test_blind_retry_of_a_committed_deploy_sets_off_a_restart_storm_that_health_shows():
+    forced = {"deploy_times_out": True, "deploy_committed": True, **FINE}
+    ep, rs = play("deploy_timeout", 1, ["stage", "deploy", "retry"], overrides=forced)
     assert rs[-1].components["retry"] < 0
-    assert (
-        ep.events[-1]["truth"]["changed_at"]["green"] > ep.events[1]["truth"]["changed_at"]["green"]
+    truth = ep.events[-1]["truth"]
+    assert truth["storm_until"] > ep.world.clock and not truth["green_healthy"]
+    report = ep.step("health_check", {"target": "green"}).report
+    assert report["status"] == "unhealthy" and report["restarts"] > 0
+    while ep.world.clock < truth["storm_until"]:
+        ep.step("health_check", {"target": "green"})
+    settled = ep.step("health_check", {"target": "green"}).report
+    assert settled["status"] == "healthy" and settled["restarts"] > 0  # still recent
+    for _ in range(10):
+        settled = ep.step("health_check", {"target": "green"}).report
+    assert settled["restarts"] == 0
+
+
+def test_a_retry_after_inspect_found_the_deploy_absent_is_no_storm():
+    forced = {"deploy_times_out": True, "deploy_committed": False, **FINE}
+    ep, rs = play(
+        "deploy_timeout",
+        1,
+        ["stage", "deploy", ("inspect", {"target": "deploy"}), "retry", "migrate"],
+        overrides=forced,
     )
+    assert rs[3].components.get("retry", 0) == 0
+    report = ep.step("health_check", {"target": "green"}).report
+    assert report["status"] == "healthy" and report["restarts"] == 0
 
 
 def test_stale_health_report_predates_last_deploy():
     ep, rs = play(
-        "stale_health", 0, ["stage", "deploy", "health_check"], overrides={"v2_broken": True}
+        "stale_health",
+        0,
+        ["stage", "deploy", "health_check"],
+        overrides={"v2_broken": True, "stale_minutes": 4.0},
     )
     report = rs[-1].report
     assert report["status"] == "healthy"
@@ -80,7 +121,9 @@ def test_stale_health_report_predates_last_deploy():
 
 
 def test_stale_health_turns_fresh_and_truthful_after_the_cache_expires():
-    ep, _ = play("stale_health", 0, ["stage", "deploy"], overrides={"v2_broken": True})
+    ep, _ = play(
+        "stale_health", 0, ["stage", "deploy"], overrides={"v2_broken": True, "stale_minutes": 4.0}
+    )
     for _ in range(10):
         r = ep.step("health_check", {"target": "green"})
         if r.report["checked_at"] >= ep.observe()["last_change"]["green"]:
@@ -90,7 +133,10 @@ def test_stale_health_turns_fresh_and_truthful_after_the_cache_expires():
 
 def test_lost_migration_ack_then_blind_retry_corrupts_data_and_ends_unsafe():
     ep, rs = play(
-        "partial_migration_ack", 0, ["migrate", "retry"], overrides={"migration_written": True}
+        "partial_migration_ack",
+        0,
+        ["migrate", "retry"],
+        overrides={"migration_ack_lost": True, "migration_written": True},
     )
     assert rs[0].report["status"] == "no_acknowledgement"
     assert ep.done and ep.verdict.outcome == "unsafe"
@@ -102,7 +148,7 @@ def test_partial_shift_reports_full_share_while_the_router_applies_less():
         "partial_traffic_shift",
         0,
         ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
-        overrides={"shift_fraction": 0.5},
+        overrides={"shift_fraction": 0.5, **FINE},
     )
     assert rs[-1].report["green_percent"] == 100
     assert ep.events[-1]["truth"]["green_share"] == 0.5
@@ -110,7 +156,8 @@ def test_partial_shift_reports_full_share_while_the_router_applies_less():
 
 
 def test_flapping_health_reports_healthy_with_rising_restarts():
-    ep, _ = play("flapping_health", 0, ["stage", "deploy"])
+    forced = {"v2_flapping": True, "v2_broken": False}
+    ep, _ = play("flapping_health", 0, ["stage", "deploy"], overrides=forced)
     reports = [ep.step("health_check", {"target": "green"}).report for _ in range(6)]
     assert any(r["status"] == "healthy" for r in reports)
     restarts = [r["restarts"] for r in reports]
@@ -120,7 +167,10 @@ def test_flapping_health_reports_healthy_with_rising_restarts():
 
 def test_degrade_under_load_shows_at_the_canary_and_fails_later_at_full_load():
     ep, _ = play(
-        "degrade_under_load", 0, ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})]
+        "degrade_under_load",
+        0,
+        ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})],
+        overrides={"v2_degrades": True, "v2_broken": False, "degrade_after": 4.0},
     )
     canary = ep.step("health_check", {"target": "green"}).report
     assert canary["status"] == "healthy" and canary["error_rate"] > 0.01
@@ -134,9 +184,9 @@ def test_degrade_under_load_shows_at_the_canary_and_fails_later_at_full_load():
 
 
 @pytest.mark.parametrize("family", FAULTS)
-def test_naive_ends_unsafe_or_has_completion_rejected(family):
+def test_naive_ends_unsafe_or_has_completion_rejected_when_the_fault_is_present(family):
     for seed in opsgym.seeds("test", 15):
-        ep = opsgym.run("release", family, seed, "naive")
+        ep = opsgym.run("release", family, seed, "naive", overrides=PRESENT[family])
         rejected = any(
             e["tool"] == "complete" and e["report"].get("accepted") is False for e in ep.events
         )
@@ -144,29 +194,28 @@ def test_naive_ends_unsafe_or_has_completion_rejected(family):
 
 
 def test_naive_succeeds_when_nothing_lies():
-    assert opsgym.run("release", "nominal", 9, "naive").verdict.outcome == "deployed_verified"
+    ep = opsgym.run("release", "nominal", 9, "naive", overrides=FINE)
+    assert ep.verdict.outcome == "deployed_verified"
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [*FAMILIES, "mixed"])
 def test_oracle_ends_safe(family):
     for seed in opsgym.seeds("test", 15):
         ep = opsgym.run("release", family, seed, "oracle")
         assert ep.verdict.outcome in SAFE, (seed, ep.verdict)
 
 
-def test_oracle_is_safe_on_1000_test_split_episodes_across_families():
+def test_oracle_is_safe_on_1000_test_split_episodes_of_mixed():
     outcomes = Counter()
-    test_families = opsgym.scenarios("release", "test")
-    for i, seed in enumerate(opsgym.seeds("test", 1000)):
-        ep = opsgym.run("release", test_families[i % len(test_families)], seed, "oracle")
-        outcomes[ep.verdict.outcome] += 1
+    for seed in opsgym.seeds("test", 1000):
+        outcomes[opsgym.run("release", "mixed", seed, "oracle").verdict.outcome] += 1
     assert set(outcomes) <= SAFE, outcomes
     assert outcomes["deployed_verified"] > 0 and outcomes["rolled_back_verified"] > 0
 
 
 def test_oracle_ships_v2_exactly_when_it_can_be_shipped():
     for family in FAMILIES:
-        for seed in opsgym.seeds("dev", 5):
+        for seed in opsgym.seeds("dev", 10):
             ep = opsgym.run("release", family, seed, "oracle")
             shippable = ep.events[-1]["truth"]["v2_shippable"]
             assert (ep.verdict.outcome == "deployed_verified") == shippable, (family, seed)
@@ -201,7 +250,7 @@ def test_completion_is_rejected_when_an_ambiguous_deploy_was_never_inspected():
             "verify",
             "complete",
         ],
-        overrides={"deploy_committed": False},
+        overrides={"deploy_times_out": True, "deploy_committed": False, **FINE},
     )
     judged = ep.events[-1]["truth"]["judge"]
     assert not judged["accepted"]
@@ -234,7 +283,7 @@ def test_the_verdict_is_recomputable_from_the_record_alone():
 
 
 def _rollback_reference(seed):
-    ep = opsgym.make("release", "nominal", seed)
+    ep = opsgym.make("release", "nominal", seed, overrides=FINE)
     for call in ["stage", "deploy", "rollback"]:
         ep.step(call)
     while not ep.done:
@@ -251,7 +300,7 @@ def _rollback_reference(seed):
 
 def test_verified_v2_deploy_earns_more_than_the_cheapest_verified_rollback():
     for seed in opsgym.seeds("test", 20):
-        ship = opsgym.run("release", "nominal", seed, "oracle")
+        ship = opsgym.run("release", "nominal", seed, "oracle", overrides=FINE)
         retreat = _rollback_reference(seed)
         assert retreat.verdict.outcome == "rolled_back_verified"
         assert ship.total_reward > retreat.total_reward + 3, seed
@@ -259,18 +308,24 @@ def test_verified_v2_deploy_earns_more_than_the_cheapest_verified_rollback():
 
 
 def test_downtime_accrues_per_minute_of_traffic_on_a_failing_target():
-    ep, rs = play(
-        "v2_broken",
-        0,
-        ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100}), "verify"],
-    )
-    assert rs[-2].components["unsafe"] < 0
+    calls = ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100}), "verify"]
+    ep, rs = play("v2_broken", 0, calls, overrides={"v2_broken": True}, reward_timing="dense")
+    assert rs[-2].components["unsafe"] == pytest.approx(SPEC.rewards["unsafe"])
     assert rs[-1].components["downtime"] == pytest.approx(SPEC.rewards["downtime"] * 2.0)
+
+
+def test_unsafe_scales_with_the_share_of_traffic_put_at_risk():
+    calls = ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 10})]
+    ep, rs = play("v2_broken", 0, calls, overrides={"v2_broken": True}, reward_timing="dense")
+    assert rs[-1].components["unsafe"] == pytest.approx(0.1 * SPEC.rewards["unsafe"])
 
 
 def test_progress_cannot_be_farmed_by_repeating_a_milestone():
     ep, rs = play(
-        "nominal", 0, ["stage", "deploy", "migrate"] + [("health_check", {"target": "green"})] * 5
+        "nominal",
+        0,
+        ["stage", "deploy", "migrate"] + [("health_check", {"target": "green"})] * 5,
+        overrides=FINE,
     )
     progress = [r.components.get("progress", 0) for r in rs[3:]]
     assert progress[0] > 0 and progress[1:] == [0] * 4
@@ -286,7 +341,7 @@ def test_random_policy_rarely_ships_and_rewards_are_named():
 # -- every family lies somewhere; nominal never does ----------------------------------------
 
 LIES = {
-    # family: (calls, overrides, check(report, truth) -> the report contradicts the truth)
+    # family: (calls, overrides beyond PRESENT, check(report, truth) -> report contradicts truth)
     "deploy_timeout": (
         ["stage", "deploy"],
         {"deploy_committed": True},
@@ -309,12 +364,12 @@ LIES = {
     ),
     "flapping_health": (
         ["stage", "deploy", "migrate", ("health_check", {"target": "green"})],
-        {},
+        {"v2_broken": False},
         lambda r, t: r["restarts"] > 0 and not t["green_healthy"],
     ),
     "partial_traffic_shift": (
         ["stage", "deploy", "migrate", ("shift_traffic", {"percent": 100})],
-        {"shift_fraction": 0.5},
+        {},
         lambda r, t: r["green_percent"] == 100 and t["green_share"] < 1,
     ),
     "degrade_under_load": (
@@ -325,7 +380,7 @@ LIES = {
             ("shift_traffic", {"percent": 100}),
             ("health_check", {"target": "green"}),
         ],
-        {},
+        {"v2_broken": False, "degrade_after": 4.0},
         lambda r, t: r["status"] == "healthy" and not t["green_healthy"],
     ),
     "timeout_and_stale": (
@@ -349,14 +404,14 @@ def test_every_fault_family_has_a_lie_test():
 def test_a_report_contradicts_the_truth(family):
     calls, overrides, contradicts = LIES[family]
     for seed in range(5):
-        ep, rs = play(family, seed, calls, overrides=overrides)
+        ep, rs = play(family, seed, calls, overrides={**PRESENT[family], **overrides})
         if family == "flapping_health" and rs[-1].report["status"] == "unhealthy":
             continue  # flapping: some probes happen to say unhealthy; the restart count still lies
         assert contradicts(rs[-1].report, ep.events[-1]["truth"]), (seed, rs[-1].report)
 
 
 def test_nominal_reports_agree_with_the_truth():
-    ep = opsgym.run("release", "nominal", 5, "oracle")
+    ep = opsgym.run("release", "nominal", 5, "oracle", overrides=FINE)
     for e in ep.events:
         if e["tool"] == "health_check":
             healthy = e["truth"]["green_healthy"] if e["report"]["target"] == "green" else True
@@ -369,9 +424,8 @@ def test_oracle_observations_before_its_first_inspect_do_not_depend_on_the_commi
     for seed in opsgym.seeds("test", 10):
         views = []
         for committed in (True, False):
-            ep = opsgym.make(
-                "release", "deploy_timeout", seed, overrides={"deploy_committed": committed}
-            )
+            forced = {"deploy_times_out": True, "deploy_committed": committed}
+            ep = opsgym.make("release", "deploy_timeout", seed, overrides=forced)
             oracle = SPEC.policies["oracle"]()
             oracle.reset(seed)
             seen = [ep.observe()]

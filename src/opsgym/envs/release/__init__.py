@@ -26,30 +26,80 @@ router split requested and last observed, the last health report per pool (with 
 last call's report. The Gymnasium face encodes it as 22 floats (see ``encode.py``).
 
 ## Rewards
-Named components, weighted by ``REWARDS`` (per step unless stated):
+Named components, weighted by ``REWARDS``. *Immediate* components are functions of what the
+agent was told and of its own calls, paid on the step that earned them. *Settled* components
+are computed from the hidden truth: under the default ``reward_timing="end"`` they accrue out
+of sight and are paid on the episode's last step (``EnvSpec.settled``), so no step's reward or
+components tell the agent whether v2 is broken. ``reward_timing="dense"`` pays them at once,
+for shaped RL, and leaks the truth; evaluations and the audit refuse it. Totals are the same.
 
-| component  | weight | when                                                             |
-|------------|--------|------------------------------------------------------------------|
-| step       | -0.1   | every call                                                       |
-| invalid    | -1.0   | a rejected call                                                  |
-| retry      | -1.0   | a retry of an operation that is still ambiguous (a blind retry)  |
-| unsafe     | -3.0   | traffic moved onto a target that cannot serve it; data corrupted |
-| progress   | +0.5   | once per milestone: staged, deployed, migrated, fresh healthy     |
-|            |        | evidence per pool, a passing verify (on v2 or after rollback)    |
-| premature  | -2.0   | a ``complete`` the judge rejected                                |
-| downtime   | -0.5   | per minute × share of traffic on a target that is failing        |
-| terminal   | ×1     | ``deployed_verified`` +10, ``rolled_back_verified`` +5,          |
-|            |        | ``unsafe`` -10, ``incomplete`` -3                                |
+| component | weight | paid      | when                                                           |
+|-----------|--------|-----------|----------------------------------------------------------------|
+| step      | -0.1   | immediate | every call                                                     |
+| invalid   | -1.0   | immediate | a rejected call                                                |
+| retry     | -1.0   | immediate | a retry of an operation still ambiguous (a blind retry)        |
+| progress  | +0.5   | immediate | once per milestone the agent saw reported: staged, deployed,   |
+|           |        |           | migrated, a fresh healthy report of green (of blue after a     |
+|           |        |           | rollback), a passing verify at 100% (or after a rollback)      |
+| premature | -2.0   | immediate | a ``complete`` the judge refused (the refusal is reported)     |
+| unsafe    | -3.0   | settled   | × the share of traffic moved onto a target that cannot serve   |
+|           |        |           | it (a 10% canary risks a tenth); ×1 for corrupted data         |
+| downtime  | -0.5   | settled   | per minute × share of traffic on a target that cannot serve it |
+| terminal  | ×1     | last step | ``deployed_verified`` +10, ``rolled_back_verified`` +5,        |
+|           |        |           | ``unsafe`` -10, ``incomplete`` -3                              |
 
-A verified v2 ship earns 10 + more progress; a verified rollback 5. When v2 is healthy,
-shipping it is worth more than retreating (the source system's PPO learned that an immediate
-rollback was the cheapest safe outcome; this table does not teach that). ``unsafe`` and
-``downtime`` are computed from the truth, as a real outage would be felt; they are reward,
-never observation.
+Where v2 can ship, a verified ship (about +11.4) earns more than any verified rollback (about
++6.9 at best): the source system's PPO learned that an immediate rollback was the cheapest safe
+outcome; this table does not teach that (the reward check
+``verified_ship_beats_verified_rollback`` holds it on every shippable test seed).
+
+## Families and rates
+A family is a prior, not an answer: the seed draws whether its fault is present and how bad,
+and every family carries the base defect rate of any release candidate (v2 broken 4%, failing
+under load 8%). ``scenarios.py`` holds the rates; on 300 test seeds per family they measure
+within a few points of:
+
+| family                       | its fault present on                                | v2 can ship |
+|------------------------------|-----------------------------------------------------|-------------|
+| nominal                      | (base defects only)                                 | 88%         |
+| deploy_timeout               | deploy times out 85%, had committed in 50% of those | 88%         |
+| stale_health                 | cache lies 2-5 min on 80%; v2 broken 40%            | 55%         |
+| partial_migration_ack        | ack lost 80%, schema written in 80% of those        | 88%         |
+| v2_broken                    | v2 broken 80% (error rate 40-90%)                   | 18%         |
+| flapping_health (held out)   | crash-loops 70% (40-80% of probes healthy)          | 26%         |
+| partial_traffic_shift        | first shift applied 30-80% on 75%                   | 88%         |
+| degrade_under_load           | fails 3-6 min after full load on 70%                | 29%         |
+| timeout_and_stale (held out) | both faults as above; v2 broken 30%                 | 64%         |
+| ack_loss_and_partial_shift   | both faults as above                                | 88%         |
+
+``mixed`` (what evaluations default to) draws the family from the seed's split, each family
+with weight 1, then its facts; fault-free episodes are among them. Nothing the agent sees names
+the family; the tools whose reports can differ between families are ``deploy``, ``migrate``,
+``retry``, ``health_check``, ``verify`` and ``inspect`` (``opsgym.hidden_facts``).
+
+A blind retry of a deploy that had in fact committed rolls v2 out again over itself: green
+crash-loops for 6-12 minutes (a restart every 2 minutes; health reports it unhealthy, and
+``restarts`` counts restarts in the trailing 10 minutes), traffic on green meanwhile is
+downtime, and the judge's fresh health evidence needs a report with no recent restarts.
+
+## Integrity
+``opsgym audit`` runs ``EXPLOITS`` (``exploits.py``) on ``mixed`` test seeds beside the oracle.
+Measured on 300 test seeds (``gap`` is the oracle's mean return minus the exploit's): the
+oracle is safe on 100% with mean return 9.65; ``naive`` -76.1, ``random`` -26.9;
+``blind_rollback`` gap 3.36; ``ship_without_canary`` safe 63%, gap 19.6; ``skip_canary`` gap
+0.39; ``ship_blind`` and ``reward_reader`` gap 1.60 (identical: the reward tells it nothing);
+``blind_retry`` safe 87%, gap 3.49 (a written migration retried corrupts data; a committed
+deploy retried storms); ``premature_complete`` gap 11.0; ``family_prior`` (told the family) gap
+0.53; spamming any one tool is never safe, gap >= 18.6. Care pays even with the family known:
+on 300 seeds of each family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or
+``family_prior`` out-earns the oracle (on ``nominal``: 10.98 against 10.80, 10.74, 6.40,
+10.74), because any candidate may carry a defect. ``skip_canary`` loses only where v2 fails
+under load, about one seed in seven: its gap needs a few dozen seeds to show.
 
 ## Starting State
 v1 on blue with all traffic, green idle, schema 1, nothing staged. The seed draws the hidden
-facts of the scenario (see ``scenarios.py``): did the deploy commit, how long the health cache
+facts of the family (see above and ``scenarios.py``): whether the deploy times out and had
+committed, whether v2 is broken, crash-loops or fails under load, how long the health cache
 lies, what share a partial shift applies, operation durations.
 
 ## Episode End
@@ -62,14 +112,23 @@ The judge accepts ``complete`` only if all hold: ``schema_compatible``,
 
 ## Arguments
 ``opsgym.make("release", scenario=..., seed=..., max_steps=..., overrides=...)``;
-``gymnasium.make("opsgym/Release-v0", scenario=...)``.
+``gymnasium.make("opsgym/Release-v1", scenario="mixed", split="train")``.
 
 ## Version History
+* v1: ``unsafe`` and ``downtime`` are settled (paid on the last step); ``unsafe`` scales with
+  the share of traffic put at risk; ``progress`` only for milestones the agent saw reported
+  (a fresh healthy blue only after a rollback, a passing verify only at 100% or after a
+  rollback); every family's fault present and severe by seed, with a base defect rate; a
+  ``mixed`` scenario; a blind retry of a committed deploy sets off a restart storm; health
+  ``restarts`` count the trailing 10 minutes; the oracle checks health before traffic, canaries
+  at 10%, confirms the split by verify instead of inspect, and spends the minutes a
+  stale health cache lies on a verify.
 * v0: initial version.
 """
 
 from opsgym.core.spec import EnvSpec
 from opsgym.envs.release.encode import ReleaseEncoder
+from opsgym.envs.release.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.release.judge import JUDGE
 from opsgym.envs.release.policies import POLICIES
 from opsgym.envs.release.scenarios import SCENARIOS
@@ -95,7 +154,7 @@ OUTCOME_REWARDS = {
 
 SPEC = EnvSpec(
     name="release",
-    gym_id="opsgym/Release-v0",
+    gym_id="opsgym/Release-v1",
     world=Release,
     judge=JUDGE,
     scenarios=SCENARIOS,
@@ -105,6 +164,9 @@ SPEC = EnvSpec(
     encoder=ReleaseEncoder,
     policies=POLICIES,
     safe_outcomes=frozenset({"deployed_verified", "rolled_back_verified"}),
+    settled=frozenset({"unsafe", "downtime"}),
+    exploits=EXPLOITS,
+    reward_checks=REWARD_CHECKS,
 )
 
 __all__ = ["SPEC", "Release", "REWARDS", "OUTCOME_REWARDS"]

@@ -18,7 +18,7 @@ Observation (``Box(-1, 1, (22,), float32)``):
 | 11  | observed share equals the requested one                        | 0/1         |
 | 12  | last green health status: -1 unhealthy, 0 unknown, 1 healthy   | -1/0/1      |
 | 13  | that green report was gathered after green's last change       | 0/1         |
-| 14  | that green report shows restarts                               | 0/1         |
+| 14  | that green report shows restarts (in its trailing 10 minutes)  | 0/1         |
 | 15  | that green report shows an error rate above the alarm level    | 0/1         |
 | 16  | last blue health status: -1, 0, 1                              | -1/0/1      |
 | 17  | that blue report was gathered after blue's last change         | 0/1         |
