@@ -96,6 +96,83 @@ on 300 seeds of each family, none of ``skip_canary``, ``ship_blind``, ``blind_ro
 10.74), because any candidate may carry a defect. ``skip_canary`` loses only where v2 fails
 under load, about one seed in seven: its gap needs a few dozen seeds to show.
 
+## Lies
+A report that contradicts the truth when it is made is a *lie*: the world marks it in that
+step's hidden truth (``truth["lies"]``: kind, step, detail) and nowhere the agent looks; the
+episode's ``world.lies.summary()`` counts them (see :mod:`opsgym.core.lies`). Each open lie is
+settled by the first accepted call that matches one of its two rules: *reconciled* by a call
+that could show the truth, *trusted* by a consequential call made on the lie (judged when the
+call is made, before it runs). Neither: it stays open. A rejected call settles nothing.
+
+| kind                 | reconciled by                       | trusted by                          |
+|----------------------|-------------------------------------|-------------------------------------|
+| timeout_after_commit | ``inspect`` of ``deploy`` or        | ``retry`` while it re-runs the      |
+|                      | ``all``                             | deploy (the blind retry that sets   |
+|                      |                                     | off the restart storm);             |
+|                      |                                     | ``complete``                        |
+| stale_health         | a ``health_check`` of green that    | while green still cannot serve: a   |
+|                      | will probe afresh; a ``verify``     | ``shift_traffic`` moving more       |
+|                      | whose transactions can catch green  | traffic onto it than it carries; a  |
+|                      | failing                             | ``complete`` with green carrying    |
+|                      |                                     | traffic                             |
+| lost_ack             | ``inspect`` of ``migration`` or     | ``retry`` while it re-runs the      |
+|                      | ``all``                             | migration (it writes the schema     |
+|                      |                                     | twice: corruption); ``complete``    |
+| partial_shift        | ``inspect`` of ``router`` or        | ``complete`` while the router is    |
+|                      | ``all``; ``verify`` (both report    | still short of the split last       |
+|                      | the real split)                     | reported                            |
+
+Each is told when:
+
+* ``timeout_after_commit``: ``deploy`` reports a timeout and v2 had committed on green;
+* ``stale_health``: ``health_check`` answers from its cache (``checked_at`` before the pool's
+  last change) with status ``healthy`` while the pool truly cannot serve;
+* ``lost_ack``: ``migrate`` reports no acknowledgement and schema 2 was written;
+* ``partial_shift``: ``shift_traffic`` reports the share it was asked for and the router
+  applied less (only the first shift can fall short).
+
+The boundaries, precisely:
+
+* *Only real lies.* A timeout of a deploy that did not commit, a lost acknowledgement of a
+  migration that was not written, a cached ``healthy`` of a pool that does serve, and a shift
+  applied in full are true reports: nothing is marked. Fresh probes are never marked (their
+  ``restarts`` and ``error_rate`` are honest, even on a crash-looping green that happens to
+  answer ``healthy``); neither is a cached ``unhealthy`` (it can only push toward the rollback,
+  which is safe whatever the truth).
+* *A pool that cannot serve* is green running v2 that is broken, crash-looping, in a restart
+  storm, or degrading under more than a canary's share of traffic. Blue (v1) always serves. The
+  schema does not count: the health endpoint is a liveness check, blind to the schema by
+  design, so a fresh probe would say the same.
+* *Could show the truth.* A ``health_check`` of green (``auto`` too, where it means green)
+  reconciles a stale ``healthy`` only if it will probe (its minute brings the clock past the
+  cache window): a second cached answer is another lie, not a check. A ``verify`` reconciles it
+  only while green carries traffic and green's failure already shows in requests when the verify
+  reports (a v2 degrading under load that has not failed yet passes every verify; a
+  crash-looping one fails it by chance, and the verify counts: it could). ``verify`` never
+  reconciles a lost acknowledgement: its report says nothing of the schema or the migration
+  ledger (a pass under v2 traffic implies schema 2 only by inference, confounded by v2's own
+  defects), and the judge too asks for an inspection.
+* *Acting on it.* A ``retry`` trusts a lie only about the operation it re-runs (``retryable``
+  when it is called: a retry of the migration does not act on the deploy's timeout).
+  ``complete`` declares the release done on the reports as they stand, so it trusts a lie
+  still in force: an unresolved timeout or acknowledgement, a stale ``healthy`` of a green
+  that carries traffic and still cannot serve, a split the router is still short of. After a
+  ``rollback`` green carries nothing and the split is whole again (0%), so a ``complete``
+  trusts neither. ``rollback`` is safe whatever the truth: it trusts nothing. A further
+  ``shift_traffic`` after a short one does not trust it: every later shift is applied in full,
+  so it replaces the short split instead of building on it (and a canary's health evidence
+  holds at any share above zero).
+* A lie that stopped being false before anyone acted on it (a restart storm that ended, a short
+  split replaced by a later shift) stays open unless a reconciling call comes.
+
+The rule counts calls, not attention: ``naive`` never reads a verify, yet its scripted verify
+before ``complete`` reconciles every short split it meets. On 200 ``mixed`` test seeds
+(told / trusted / reconciled): ``oracle`` 75 / 0 / 75 (every kind met, every lie reconciled);
+``naive`` 75 / 44 / 28 (every timeout after commit and every lost acknowledgement trusted, by
+the blind retry; 12 of 15 stale reports reconciled by its verify, 3 left open by a storm that
+ended; 16 of 16 short splits reconciled); ``random`` 91 / 47 / 43 (every kind trusted at least
+5 times).
+
 ## Starting State
 v1 on blue with all traffic, green idle, schema 1, nothing staged. The seed draws the hidden
 facts of the family (see above and ``scenarios.py``): whether the deploy times out and had

@@ -126,6 +126,26 @@ def _deploy_attempted(view: View, args: Args) -> str | None:
     return None if view.deploy != "none" else "nothing to roll back: no v2 deploy was attempted"
 
 
+# -- lies: which calls reconcile a misleading report (see the manual's "Lies") -----------
+# Matchers read an accepted call before it runs; those that need the world's state are
+# methods of ``Release`` (bound methods pickle with the episode).
+
+
+def _inspects_deploy(tool: str, args: Any) -> bool:
+    """An inspection of the deploy (``target`` deploy or all)."""
+    return tool == "inspect" and args.target in ("all", "deploy")
+
+
+def _inspects_migration(tool: str, args: Any) -> bool:
+    """An inspection of the migration ledger (``target`` migration or all)."""
+    return tool == "inspect" and args.target in ("all", "migration")
+
+
+def _reads_router(tool: str, args: Any) -> bool:
+    """A call that reports the router's effective split: inspect (router or all), verify."""
+    return tool == "verify" or (tool == "inspect" and args.target in ("all", "router"))
+
+
 # -- arguments --------------------------------------------------------------------------
 
 
@@ -194,34 +214,54 @@ class Release(World):
 
     # -- truth helpers ---------------------------------------------------------------
 
-    def _green_ok(self) -> bool:
-        """Whether green truly serves requests correctly at its current load."""
+    def _green_ok(self, at: float | None = None) -> bool:
+        """Whether green truly serves requests correctly at its current load (now, or at the
+        sim time ``at`` if nothing else changes before then).
+        """
         t, f = self.t, self.facts
         if not t.green_deployed or f["v2_broken"] or f["v2_flapping"] or t.schema != 2:
             return False
-        if self.clock < t.storm_until:
+        if (self.clock if at is None else at) < t.storm_until:
             return False
         return not (f["v2_degrades"] and t.green_share > CANARY_SHARE)
 
-    def _green_failing_now(self) -> bool:
+    def _green_failing_now(self, at: float | None = None) -> bool:
         """Whether green's failure shows in requests yet (load degradation takes a while)."""
-        if self._green_ok():
+        if self._green_ok(at):
             return False
         t, f = self.t, self.facts
         only_load = (
             t.green_deployed
             and t.schema == 2
             and not (f["v2_broken"] or f["v2_flapping"])
-            and self.clock >= t.storm_until
+            and (self.clock if at is None else at) >= t.storm_until
         )
         if only_load and t.full_load_since is not None:
-            return self._overloaded()
+            return self._overloaded(at)
         return True
 
-    def _overloaded(self) -> bool:
+    def _overloaded(self, at: float | None = None) -> bool:
         """Whether a v2 that degrades under load has held full load long enough to fail."""
         since = self.t.full_load_since
-        return since is not None and self.clock - since >= self.facts["degrade_after"]
+        now = self.clock if at is None else at
+        return since is not None and now - since >= self.facts["degrade_after"]
+
+    def _pool_failing(self, target: str, share: float | None = None) -> bool:
+        """Whether ``target``'s processes truly cannot serve (with green carrying ``share``,
+        by default its current share): v2 on green broken, crash-looping, in a restart storm,
+        or degrading above a canary's load. Blue (v1) never fails. Blind to the schema, as the
+        health endpoint is: a v2 on schema 1 runs, and only its requests fail.
+        """
+        if target != "green" or not self.t.green_deployed:
+            return False
+        t, f = self.t, self.facts
+        share = t.green_share if share is None else share
+        return bool(
+            f["v2_broken"]
+            or f["v2_flapping"]
+            or self.clock < t.storm_until
+            or (f["v2_degrades"] and share > CANARY_SHARE)
+        )
 
     def _change(self, target: str) -> None:
         self.t.changed_at[target] = self.clock
@@ -309,6 +349,12 @@ class Release(World):
             self.advance(10.0)
             if self.facts["deploy_committed"]:
                 self._commit_deploy()
+                self.lies.tell(
+                    "timeout_after_commit",
+                    reconciled_by=_inspects_deploy,
+                    trusted_by=self._acts_on_deploy_timeout,
+                    detail="the deploy reported a timeout; v2 had committed on green",
+                )
             self.view.deploy, self.view.retryable = "timeout", "deploy"
             self.view.changed_at["green"] = self.clock
             return {
@@ -347,9 +393,7 @@ class Release(World):
         all three.
         """
         v, t, f = self.view, self.t, self.facts
-        target = args.target
-        if target == "auto":
-            target = "blue" if v.rolled_back or v.deploy == "none" else "green"
+        target = self._health_target(args.target)
         u = self.rng.random(2)  # drawn on every probe, whatever the truth, to keep streams aligned
         if target == "green" and not v.deploy_confirmed():
             report = {
@@ -362,6 +406,14 @@ class Release(World):
             return report
         if self.clock < t.changed_at[target] + f["stale_minutes"]:
             report = dict(self._cache[target])
+            if report["status"] == "healthy" and self._pool_failing(target):
+                self.lies.tell(
+                    "stale_health",
+                    reconciled_by=self._checks_green,
+                    trusted_by=self._acts_on_green_healthy,
+                    detail=f"cached healthy {target} from {report['checked_at']} (changed at "
+                    f"{t.changed_at[target]}); truly failing",
+                )
         else:
             report = self._cache[target] = self._probe(target, u)
             report = dict(report)
@@ -370,6 +422,13 @@ class Release(World):
         if report["status"] == "healthy" and fresh and (target == "green" or v.rolled_back):
             self._progress(f"healthy_{target}")
         return report
+
+    def _health_target(self, target: str) -> str:
+        """The pool a ``health_check`` of ``target`` probes ('auto' resolved from the view)."""
+        if target != "auto":
+            return target
+        v = self.view
+        return "blue" if v.rolled_back or v.deploy == "none" else "green"
 
     def _probe(self, target: str, u: Any) -> dict[str, Any]:
         t, f = self.t, self.facts
@@ -402,21 +461,32 @@ class Release(World):
     def shift_traffic(self, args: ShiftArgs) -> dict[str, Any]:
         """Set the router's share of traffic for green (v2); blue gets the rest."""
         v = self.view
-        percent = args.percent
-        if percent is None:
-            if v.observed_green is not None and v.observed_green < v.requested_green:
-                percent = v.requested_green
-            else:
-                percent = next((p for p in LADDER if p > v.requested_green), 100)
+        percent = self._shift_percent(args.percent)
         self._shifts += 1
         fraction = self.facts["shift_fraction"] if self._shifts == 1 else 1.0
         applied = percent if percent <= self.t.green_share * 100 else round(percent * fraction)
         self._set_green_share(applied / 100)
+        if applied != percent:
+            self.lies.tell(
+                "partial_shift",
+                reconciled_by=_reads_router,
+                trusted_by=self._acts_on_full_split,
+                detail=f"reported {percent}% on green; the router applied {applied}%",
+            )
         v.requested_green, v.observed_green, v.rolled_back = percent, None, False
         self._change("green")
         self._change("blue")
         v.traffic_changed_at = self.clock
         return {"operation": "shift_traffic", "status": "ok", "green_percent": percent}
+
+    def _shift_percent(self, percent: int | None) -> int:
+        """The share, in percent, that ``shift_traffic`` requests ('None' resolved)."""
+        if percent is not None:
+            return percent
+        v = self.view
+        if v.observed_green is not None and v.observed_green < v.requested_green:
+            return v.requested_green
+        return next((p for p in LADDER if p > v.requested_green), 100)
 
     @tool(requires=(_migration_not_started,))
     def migrate(self, args: NoArgs) -> dict[str, Any]:
@@ -428,6 +498,12 @@ class Release(World):
         if self.facts["migration_ack_lost"] and self._migrations == 1:
             if self.facts["migration_written"]:
                 self._write_schema()
+                self.lies.tell(
+                    "lost_ack",
+                    reconciled_by=_inspects_migration,
+                    trusted_by=self._acts_on_lost_ack,
+                    detail="the migration reported no acknowledgement; schema 2 was written",
+                )
             self.view.migration, self.view.retryable = "no_ack", "migration"
             return {
                 "operation": "migrate",
@@ -521,6 +597,46 @@ class Release(World):
         does not accept, the episode goes on and the attempt is penalised.
         """
         return {"accepted": True}
+
+    # -- lies: which calls act on a misleading report (see the manual's "Lies") -------
+    # Each reads an accepted call before it runs (the clock has not moved yet) and only reads.
+
+    def _acts_on_deploy_timeout(self, tool: str, args: Any) -> bool:
+        """A retry of the deploy (a blind one: it rolls v2 out again), or a complete."""
+        return tool == "complete" or (tool == "retry" and self.view.retryable == "deploy")
+
+    def _acts_on_lost_ack(self, tool: str, args: Any) -> bool:
+        """A retry of the migration (a blind one: it writes the schema twice), or a complete."""
+        return tool == "complete" or (tool == "retry" and self.view.retryable == "migration")
+
+    def _checks_green(self, tool: str, args: Any) -> bool:
+        """A health check of green that will probe afresh (not answer from the cache), or a
+        verify whose transactions can catch green failing when it reports (green carries
+        traffic and its failure shows in requests; a crash-loop is caught by chance).
+        """
+        if tool == "health_check":
+            if self._health_target(args.target) != "green" or not self.view.deploy_confirmed():
+                return False
+            at = self.clock + self.tools["health_check"].minutes
+            return at >= self.t.changed_at["green"] + self.facts["stale_minutes"]
+        if tool == "verify":
+            at = self.clock + self.tools["verify"].minutes
+            return self.t.green_share > 0 and self._green_failing_now(at)
+        return False
+
+    def _acts_on_green_healthy(self, tool: str, args: Any) -> bool:
+        """While green truly cannot serve: a shift that moves more traffic onto it than it
+        carries, or a complete with green carrying traffic.
+        """
+        share = self.t.green_share
+        if tool == "shift_traffic":
+            new = self._shift_percent(args.percent) / 100
+            return new > share and self._pool_failing("green", new)
+        return tool == "complete" and share > 0 and self._pool_failing("green")
+
+    def _acts_on_full_split(self, tool: str, args: Any) -> bool:
+        """A complete while the router is still short of the split last reported."""
+        return tool == "complete" and round(100 * self.t.green_share) != self.view.requested_green
 
     # -- views ---------------------------------------------------------------------------
 
