@@ -1,5 +1,21 @@
 """Agents: the Policy protocol and reference policies."""
 
-from opsgym.agents.base import Policy, RandomPolicy, get_policy, legal_calls, play
+from opsgym.agents.base import (
+    Policy,
+    RandomPolicy,
+    get_policy,
+    is_deterministic,
+    legal_calls,
+    play,
+    policy_names,
+)
 
-__all__ = ["Policy", "RandomPolicy", "get_policy", "legal_calls", "play"]
+__all__ = [
+    "Policy",
+    "RandomPolicy",
+    "get_policy",
+    "is_deterministic",
+    "legal_calls",
+    "play",
+    "policy_names",
+]

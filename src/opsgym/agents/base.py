@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -38,6 +39,7 @@ class RandomPolicy:
     """
 
     name = "random"
+    deterministic = False
 
     def __init__(self) -> None:
         self._rng = np.random.default_rng(0)
@@ -53,14 +55,34 @@ class RandomPolicy:
         return legal[int(self._rng.integers(len(legal)))]
 
 
+PREFIXED: dict[str, Callable[[str, str], Policy]] = {}
+"""Policies named ``kind:argument`` (``llm:MODEL``, ``ppo:PATH``), by kind: ``factory(env, arg)``.
+Registered by the modules that provide them."""
+
+
+def policy_names(env: str) -> list[str]:
+    """Every policy name ``env`` accepts (prefixed kinds end with ``:``)."""
+    return ["random", *spec(env).policies, *(f"{kind}:" for kind in PREFIXED)]
+
+
 def get_policy(env: str, name: str) -> Policy:
     """A fresh policy called ``name`` for ``env`` (``random`` works for every env)."""
     if name == "random":
         return RandomPolicy()
+    kind, _, arg = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if arg and kind in PREFIXED:
+        return PREFIXED[kind](env, arg)
     scripted = spec(env).policies
     if name not in scripted:
-        raise UnknownNameError(f"policy for {env!r}", name, ["random", *scripted])
+        raise UnknownNameError(f"policy for {env!r}", name, policy_names(env))
     return scripted[name]()
+
+
+def is_deterministic(env: str, name: str) -> bool:
+    """Whether ``name`` always makes the same calls from the same observations (scripted
+    policies do unless they say ``deterministic = False``).
+    """
+    return bool(getattr(get_policy(env, name), "deterministic", True))
 
 
 def legal_calls(episode: Episode) -> list[Call]:

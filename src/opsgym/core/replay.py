@@ -121,11 +121,14 @@ def replay(record: dict[str, Any]) -> ReplayResult:
                 "recorded": record.get("hash"),
                 "replayed": fresh["hash"],
             }
-        elif record.get("verdict") != fresh["verdict"]:
-            diff = {
-                "step": 0,
-                "field": "verdict",
-                "recorded": record.get("verdict"),
-                "replayed": fresh["verdict"],
-            }
+        else:
+            for name in ("verdict", "return", "rewards"):
+                if record.get(name) != fresh[name]:
+                    diff = {
+                        "step": 0,
+                        "field": name,
+                        "recorded": record.get(name),
+                        "replayed": fresh[name],
+                    }
+                    break
     return ReplayResult(diff is None, diff, str(record.get("hash", "")), fresh["hash"])

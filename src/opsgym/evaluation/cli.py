@@ -1,0 +1,138 @@
+"""The ``opsgym eval`` command (registered on the main Typer app in ``opsgym.cli``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from opsgym.core.errors import OpsgymError
+
+console = Console()
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def eval_command(
+    env: Annotated[str | None, typer.Option(help="Environment name.")] = None,
+    policy: Annotated[
+        list[str] | None, typer.Option("--policy", help="Policy to evaluate (repeatable).")
+    ] = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option("--scenario", help="Scenario (repeatable); mixed hides the family."),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Seed split: train, dev or test.")] = "test",
+    episodes: Annotated[int, typer.Option(help="Seeds per policy and scenario.")] = 200,
+    trials: Annotated[int, typer.Option(help="Runs per seed, for pass^k.")] = 1,
+    workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
+    ray: Annotated[
+        str | None, typer.Option(help="Run on Ray: 'local', 'auto' or a cluster address.")
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option(help="Store: a SQLite path or a SQLAlchemy URL (or OPSGYM_DB).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write results.json, episodes.csv, report.md, charts.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Evaluation name; a stored name resumes.")
+    ] = None,
+    verify: Annotated[
+        str | None, typer.Option("--verify", help="Replay every stored episode of NAME.")
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List stored evaluations.")] = False,
+) -> None:
+    """Evaluate policies on a world: every outcome with its interval, stored and replayable."""
+    from opsgym.evaluation.harness import evaluate
+    from opsgym.evaluation.report import table
+    from opsgym.evaluation.verify import verify as run_verify
+
+    try:
+        if list_:
+            _list(db)
+            return
+        if verify is not None:
+            result = run_verify(verify, db)
+            _print_verification(result)
+            raise typer.Exit(result.exit_code)
+        if env is None:
+            _fail("--env is required (see `opsgym list`).")
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+
+            def progress(stream, total):
+                job = bar.add_task(f"{env}", total=total)
+                for item in stream:
+                    bar.advance(job)
+                    yield item
+
+            result = evaluate(
+                env,
+                policy or [],
+                scenario or ["mixed"],
+                split=split,
+                episodes=episodes,
+                trials=trials,
+                workers=workers,
+                ray=ray,
+                db=db,
+                name=name,
+                out=out,
+                progress=progress,
+            )
+    except OpsgymError as exc:
+        _fail(str(exc).splitlines()[0])
+    console.print(table(result))
+    console.print(
+        f"{result.played} episodes played, {result.stored} stored as [bold]{result.name}[/]"
+        + (f"; outputs in {out}" if out else "")
+    )
+
+
+def _list(db: str | None) -> None:
+    from opsgym.store import open_store
+
+    with open_store(db) as store:
+        t = Table("name", "env", "policies", "scenarios", "split", "episodes", "status", "updated")
+        for e in store.evaluations():
+            c = e["config"]
+            t.add_row(
+                e["name"],
+                c.get("env", ""),
+                ", ".join(c.get("policies", [])),
+                ", ".join(c.get("scenarios", [])),
+                c.get("split", ""),
+                str(e.get("episodes", "")),
+                e["status"],
+                str(e.get("updated_at", "")),
+            )
+        console.print(t)
+
+
+def _print_verification(result) -> None:
+    if not result.problems:
+        console.print(f"[green]{result.matched}/{result.total} match[/] ({result.name})")
+        return
+    console.print(f"[red]{result.matched}/{result.total} match[/] ({result.name})")
+    for p in result.problems[:20]:
+        console.print(
+            f"  episode {p['episode']} ({p['policy']}, seed {p['seed']}): {p['kind']} differs "
+            f"at step {p['step']}, field {p['field']!r}: recorded "
+            f"{json.dumps(p['recorded'], default=str)[:120]}, replayed "
+            f"{json.dumps(p['replayed'], default=str)[:120]}"
+        )

@@ -1,0 +1,145 @@
+"""``opsgym.evaluate(...)``: run an evaluation into the store and summarise it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opsgym.evaluation.runner import EvalConfig, Task, check, execute, tasks
+from opsgym.evaluation.summary import summarise
+from opsgym.registry import spec
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """A finished evaluation.
+
+    Attributes:
+        name: Its name in the store.
+        config: What was evaluated.
+        summary: One entry per (policy, scenario): outcome rates with Wilson intervals,
+            pass^k, mean return with a bootstrap interval, reward by component, steps, tokens,
+            downtime cost, lies told and trusted. Plain data.
+        played: Episodes played by this call (the rest were already stored).
+        stored: Episodes in the store for this evaluation.
+    """
+
+    name: str
+    config: EvalConfig
+    summary: list[dict[str, Any]]
+    played: int
+    stored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "name": self.name,
+            "config": self.config.to_dict(),
+            "summary": self.summary,
+            "played": self.played,
+            "stored": self.stored,
+        }
+
+
+def default_name(cfg: EvalConfig) -> str:
+    """``{env}__{policies}__{scenarios}__{split}__{episodes}x{trials}``."""
+    return "__".join(
+        [
+            cfg.env,
+            "+".join(cfg.policies),
+            "+".join(cfg.scenarios),
+            cfg.split,
+            f"{cfg.episodes}x{cfg.trials}",
+        ]
+    ).replace("/", "_")
+
+
+def evaluate(
+    env: str,
+    policies: Sequence[str],
+    scenarios: Sequence[str] = ("mixed",),
+    *,
+    split: str = "test",
+    episodes: int = 200,
+    trials: int = 1,
+    config: dict[str, Any] | None = None,
+    max_steps: int | None = None,
+    workers: int = 1,
+    ray: str | None = None,
+    db: str | Path | None = None,
+    name: str | None = None,
+    out: str | Path | None = None,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> EvaluationResult:
+    """Evaluate ``policies`` on ``env`` and store every episode.
+
+    Args:
+        env: The environment.
+        policies: Policy names (``random``, scripted ones, ``llm:MODEL`` ...).
+        scenarios: Scenarios; ``mixed`` (the default) hides the family.
+        split: Where seeds come from.
+        episodes: Seeds per policy and scenario.
+        trials: Runs per seed for pass^k (deterministic policies run once).
+        config: Public settings of every episode.
+        max_steps: Step budget (``None``: the environment's).
+        workers: Local worker processes.
+        ray: ``local``, ``auto`` or a Ray address: run episodes as Ray tasks instead.
+        db: The store (path or SQLAlchemy URL); ``None``: ``OPSGYM_DB`` or the default file.
+        name: The evaluation's name; a stored name resumes where it stopped.
+        out: Write ``results.json``, ``episodes.csv``, ``report.md`` and charts here.
+        progress: Wraps the stream of finished episodes (a progress bar).
+    """
+    from opsgym.store import open_store
+
+    cfg = check(
+        EvalConfig(
+            env,
+            tuple(policies),
+            tuple(scenarios),
+            split,
+            episodes,
+            trials,
+            dict(config or {}),
+            max_steps,
+        )
+    )
+    name = name or default_name(cfg)
+    with open_store(db) as store:
+        evaluation = store.start_evaluation(name, cfg.to_dict())
+        done = store.done_keys(name)
+        todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]
+        played = 0
+        try:
+            stream = execute(cfg, todo, workers=workers, ray=ray)
+            for item in progress(stream, len(todo)) if progress else stream:
+                task: Task = item["task"]
+                store.add_episode(
+                    item["record"],
+                    policy=task.policy,
+                    split=cfg.split,
+                    trial=task.trial,
+                    evaluation=name,
+                    extras={"family": item["family"], "lies": item["lies"]},
+                )
+                played += 1
+        except BaseException:
+            store.finish_evaluation(name, "interrupted", None)
+            raise
+        rows = store.episodes(evaluation=name, limit=None)
+        s = spec(env)
+        summary = summarise(
+            rows,
+            outcomes=s.outcome_rewards,
+            safe_outcomes=s.safe_outcomes,
+            trials=cfg.trials,
+        )
+        store.finish_evaluation(name, "done", {"summary": summary})
+        del evaluation
+    result = EvaluationResult(name, cfg, summary, played, len(rows))
+    if out is not None:
+        from opsgym.evaluation.report import write_outputs
+
+        write_outputs(result, rows, Path(out))
+    return result

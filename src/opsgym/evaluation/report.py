@@ -1,0 +1,229 @@
+"""What an evaluation writes and shows: the terminal table, ``results.json``,
+``episodes.csv``, ``report.md`` and PNG charts (outcome rates with their Wilson intervals per
+policy; mean reward by component).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from opsgym.evaluation.harness import EvaluationResult
+
+PASS_K_NOTE = (
+    "pass^k (τ-bench): per seed, C(c,k)/C(n,k) for c safe outcomes in n trials, averaged over "
+    "seeds; pass@k: 1 - C(n-c,k)/C(n,k). A deterministic policy runs once: pass^k = pass^1."
+)
+
+
+def _pct(est: Mapping[str, Any]) -> str:
+    if est["value"] is None:
+        return "–"
+    return f"{100 * est['value']:.1f}% [{100 * est['low']:.0f}–{100 * est['high']:.0f}]"
+
+
+def _num(value: float | None, fmt: str = "{:.2f}") -> str:
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else fmt.format(value)
+    )
+
+
+def outcome_names(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every outcome named in ``summary``, in first-seen order."""
+    names: list[str] = []
+    for entry in summary:
+        names.extend(o for o in entry["outcomes"] if o not in names)
+    return names
+
+
+def table(result: EvaluationResult) -> Table:
+    """The final table: one row per policy x scenario, one column per outcome."""
+    names = outcome_names(result.summary)
+    k = str(result.config.trials)
+    t = Table(title=f"{result.name}  ({result.config.env}, split {result.config.split})")
+    for col in [
+        "policy",
+        "scenario",
+        "n",
+        *names,
+        f"pass^{k}",
+        "return [95% CI]",
+        "steps",
+        "tokens",
+        "downtime $",
+        "lies told/trusted",
+    ]:
+        t.add_column(col, justify="left" if col in ("policy", "scenario") else "right")
+    for e in result.summary:
+        ret = e["return"]
+        lies = e["lies"]
+        t.add_row(
+            e["policy"],
+            e["scenario"],
+            str(e["n"]),
+            *(_pct(e["outcomes"][o]) if o in e["outcomes"] else "–" for o in names),
+            _num(e["pass_hat_k"][k], "{:.3f}"),
+            f"{ret['value']:+.2f} [{ret['low']:+.2f}, {ret['high']:+.2f}]",
+            _num(e["steps"], "{:.1f}"),
+            _num(e["tokens"], "{:.0f}"),
+            _num(e["downtime_cost"], "{:,.0f}"),
+            "–" if lies is None else f"{lies['told']:.2f}/{lies['trusted']:.2f}",
+        )
+    return t
+
+
+def write_outputs(result: EvaluationResult, rows: Sequence[Mapping[str, Any]], out: Path) -> None:
+    """Write ``results.json``, ``episodes.csv``, ``report.md`` and the charts into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
+    _episodes_csv(rows, out / "episodes.csv")
+    charts = _charts(result, out)
+    (out / "report.md").write_text(_markdown(result, charts))
+
+
+_CSV = (
+    "policy",
+    "scenario",
+    "family",
+    "seed",
+    "trial",
+    "split",
+    "outcome",
+    "accepted",
+    "return",
+    "steps",
+    "tokens",
+    "token_source",
+    "downtime_cost",
+    "record_hash",
+)
+
+
+def _episodes_csv(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    comps = sorted({c for r in rows for c in r["rewards"]})
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([*_CSV, *(f"reward_{c}" for c in comps), "lies_told", "lies_trusted"])
+        for r in sorted(rows, key=lambda r: (r["policy"], r["scenario"], r["seed"], r["trial"])):
+            lies = r.get("lies") or {}
+            w.writerow(
+                [r.get(c) for c in _CSV]
+                + [r["rewards"].get(c, 0.0) for c in comps]
+                + [lies.get("told"), lies.get("trusted")]
+            )
+
+
+def _markdown(result: EvaluationResult, charts: list[str]) -> str:
+    names = outcome_names(result.summary)
+    k = str(result.config.trials)
+    lines = [
+        f"# Evaluation `{result.name}`",
+        "",
+        f"env `{result.config.env}`, scenarios {', '.join(result.config.scenarios)}, split "
+        f"`{result.config.split}`, {result.config.episodes} seeds x {result.config.trials} "
+        "trial(s). Rates carry 95% Wilson intervals; mean returns a 95% bootstrap interval.",
+        "",
+        "| policy | scenario | n | " + " | ".join(names) + f" | pass^{k} | pass@{k} | return |",
+        "|---|---|---:|" + "---:|" * len(names) + "---:|---:|---:|",
+    ]
+    for e in result.summary:
+        ret = e["return"]
+        lines.append(
+            f"| {e['policy']} | {e['scenario']} | {e['n']} | "
+            + " | ".join(_pct(e["outcomes"][o]) if o in e["outcomes"] else "–" for o in names)
+            + f" | {_num(e['pass_hat_k'][k], '{:.3f}')} | {_num(e['pass_at_k'][k], '{:.3f}')}"
+            + f" | {ret['value']:+.2f} [{ret['low']:+.2f}, {ret['high']:+.2f}] |"
+        )
+    lines += ["", PASS_K_NOTE, "", "## Reward by component (mean per episode)", ""]
+    comps = sorted({c for e in result.summary for c in e["components"]})
+    lines.append("| policy | scenario | " + " | ".join(comps) + " |")
+    lines.append("|---|---|" + "---:|" * len(comps))
+    for e in result.summary:
+        lines.append(
+            f"| {e['policy']} | {e['scenario']} | "
+            + " | ".join(f"{e['components'].get(c, 0.0):+.3f}" for c in comps)
+            + " |"
+        )
+    if any(e["lies"] for e in result.summary):
+        lines += ["", "## Lies told and trusted (mean per episode)", ""]
+        lines.append("| policy | scenario | told | trusted | reconciled | trusted share |")
+        lines.append("|---|---|---:|---:|---:|---:|")
+        for e in result.summary:
+            if e["lies"]:
+                li = e["lies"]
+                lines.append(
+                    f"| {e['policy']} | {e['scenario']} | {li['told']:.2f} | "
+                    f"{li['trusted']:.2f} | {li['reconciled']:.2f} | "
+                    f"{_pct(li['trusted_share'])} |"
+                )
+    lines += ["", *(f"![{c}]({c})" for c in charts), ""]
+    return "\n".join(lines)
+
+
+def _charts(result: EvaluationResult, out: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    names = outcome_names(result.summary)
+    labels = [f"{e['policy']}\n{e['scenario']}" for e in result.summary]
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(labels) * max(1, len(names)) / 2), 4))
+    width = 0.8 / max(1, len(names))
+    for j, o in enumerate(names):
+        xs, ys, lo, hi = [], [], [], []
+        for i, e in enumerate(result.summary):
+            est = e["outcomes"].get(o)
+            if est is None or est["value"] is None:
+                continue
+            xs.append(i + j * width)
+            ys.append(est["value"])
+            lo.append(est["value"] - est["low"])
+            hi.append(est["high"] - est["value"])
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=o)
+    ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(labels))], labels)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("rate (95% Wilson interval)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Outcomes: {result.config.env}")
+    fig.tight_layout()
+    fig.savefig(out / "outcomes.png", dpi=100)
+    plt.close(fig)
+    written.append("outcomes.png")
+    comps = sorted({c for e in result.summary for c in e["components"]})
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4))
+    bottom_pos = [0.0] * len(labels)
+    bottom_neg = [0.0] * len(labels)
+    for c in comps:
+        vals = [e["components"].get(c, 0.0) for e in result.summary]
+        base = [
+            bp if v >= 0 else bn for v, bp, bn in zip(vals, bottom_pos, bottom_neg, strict=True)
+        ]
+        ax.bar(range(len(labels)), vals, 0.6, bottom=base, label=c)
+        for i, v in enumerate(vals):
+            if v >= 0:
+                bottom_pos[i] += v
+            else:
+                bottom_neg[i] += v
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel("mean reward per episode")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Reward by component: {result.config.env}")
+    fig.tight_layout()
+    fig.savefig(out / "components.png", dpi=100)
+    plt.close(fig)
+    written.append("components.png")
+    return written

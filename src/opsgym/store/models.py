@@ -1,0 +1,158 @@
+"""The store's tables as SQLAlchemy 2 ORM models.
+
+The schema itself is created and changed only by the Alembic migrations in
+``opsgym/store/migrations/versions``; these models must describe the same tables (a test
+compares them). Values that a replay must reproduce bit for bit (reports, rewards, truth,
+verdicts) live in ``JSON`` columns: JSON text keeps every float exactly, ``-0.0`` and ``1.0``
+included, where PostgreSQL's ``JSONB`` would normalise numbers.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+STATUSES = ("running", "done", "failed", "interrupted")
+"""The states of an evaluation or a training run."""
+
+TRUTH_COMMENT = (
+    "HIDDEN: the true state of the world after this step. For judges, audits and post-episode "
+    "inspection only; never served to an agent during an episode."
+)
+
+_STATUS_CHECK = "status IN ('running', 'done', 'failed', 'interrupted')"
+
+
+def utcnow() -> datetime:
+    """The current time in UTC, timezone-aware."""
+    return datetime.now(UTC)
+
+
+NAMING = {
+    "pk": "pk_%(table_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ix": "ix_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+}
+"""Constraint names, fixed so that migrations can name what they change."""
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the store's tables."""
+
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class EvaluationModel(Base):
+    """One named evaluation: its configuration, status and aggregates."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (CheckConstraint(_STATUS_CHECK, name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20))
+    aggregates: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EpisodeModel(Base):
+    """One stored episode: its header, verdict and totals (its steps are in ``events``).
+
+    Unique per (evaluation, policy, scenario, seed, trial), so a resumed evaluation never
+    stores an episode twice. Episodes outside any evaluation (``evaluation_id`` NULL) are not
+    deduplicated.
+    """
+
+    __tablename__ = "episodes"
+    __table_args__ = (
+        UniqueConstraint(
+            "evaluation_id", "policy", "scenario", "seed", "trial", name="uq_episodes_key"
+        ),
+        Index("ix_episodes_env_scenario", "env", "scenario"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    evaluation_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id"), index=True)
+    env: Mapped[str] = mapped_column(String(100))
+    scenario: Mapped[str] = mapped_column(String(100))
+    family: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    split: Mapped[str] = mapped_column(String(50))
+    policy: Mapped[str] = mapped_column(String(200))
+    trial: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str | None] = mapped_column(String(100))
+    accepted: Mapped[bool | None] = mapped_column(Boolean)
+    verdict: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    return_: Mapped[float] = mapped_column("return", Double)
+    rewards: Mapped[dict[str, Any]] = mapped_column(JSON)
+    steps: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(BigInteger)
+    token_source: Mapped[str] = mapped_column(String(20))
+    downtime_cost: Mapped[float | None] = mapped_column(Double)
+    lies: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    reward_timing: Mapped[str] = mapped_column(String(20))
+    header: Mapped[dict[str, Any]] = mapped_column(JSON)
+    root: Mapped[str] = mapped_column(String(64))
+    record_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EventModel(Base):
+    """One step of a stored episode: the call, the report, the reward and the hidden truth."""
+
+    __tablename__ = "events"
+
+    episode_id: Mapped[int] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # JSON, not a string: a rejected call may name its tool with any JSON value.
+    tool: Mapped[Any] = mapped_column(JSON)
+    args: Mapped[Any] = mapped_column(JSON)
+    tokens: Mapped[int] = mapped_column(Integer)
+    rejected: Mapped[str | None] = mapped_column(Text)
+    report: Mapped[Any] = mapped_column(JSON)
+    reward: Mapped[dict[str, Any]] = mapped_column(JSON)
+    clock: Mapped[float] = mapped_column(Double)
+    done: Mapped[bool] = mapped_column(Boolean)
+    hash: Mapped[str] = mapped_column(String(64))
+    truth_hidden: Mapped[dict[str, Any]] = mapped_column(JSON, comment=TRUTH_COMMENT)
+
+
+class TrainingRunModel(Base):
+    """One named training run: configuration, status, learning curves and last checkpoint."""
+
+    __tablename__ = "training_runs"
+    __table_args__ = (CheckConstraint(_STATUS_CHECK, name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    env: Mapped[str] = mapped_column(String(100))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20))
+    curves: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    checkpoint: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
