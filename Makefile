@@ -26,6 +26,7 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest -q -n 2
+	$(BIN)/opsgym audit --episodes 30
 
 bench: setup
 	$(BIN)/python benchmarks/run.py

@@ -1,8 +1,9 @@
-"""The ``opsgym`` command line: list environments, run an episode, replay a record."""
+"""The ``opsgym`` command line: list environments, run an episode, replay a record, audit."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,8 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 import opsgym
+from opsgym.core.episode import jsonable
 from opsgym.core.errors import OpsgymError
 from opsgym.registry import specs
+
+LOG_WIDTH = 200
+"""Width of tables written to a log or a pipe rather than a terminal."""
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -121,6 +126,59 @@ def replay(path: Annotated[Path, typer.Argument(help="A record written by `opsgy
     console.print(f"  recorded: {_short(d['recorded'], 200)}")
     console.print(f"  replayed: {_short(d['replayed'], 200)}")
     raise typer.Exit(1)
+
+
+@app.command()
+def audit(
+    env: Annotated[
+        list[str] | None, typer.Option(help="Audit only this world (repeatable); all by default.")
+    ] = None,
+    episodes: Annotated[
+        int,
+        typer.Option(min=1, help="Episodes per policy (the leak test takes half as many seeds)."),
+    ] = 100,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the full report (JSON) here.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option(min=1, help="Worlds audited at once, one process each.")
+    ] = min(3, os.cpu_count() or 1),
+) -> None:
+    """Run each world's leak test, exploit suite and reward audit; exit 1 if a bound fails."""
+    from opsgym.audit import run_audit
+
+    try:
+        report = run_audit(env, episodes=episodes, jobs=jobs)
+    except OpsgymError as exc:
+        _fail(str(exc))
+    table = Table("world", "section", "check", "measured", "bound", "ok", title="opsgym audit")
+    last: tuple[str, str] = ("", "")
+    for world, section, check in report.rows():
+        if last[0] and world != last[0]:
+            table.add_section()
+        table.add_row(
+            world if world != last[0] else "",
+            section if (world, section) != last else "",
+            check.name,
+            check.measured,
+            check.bound,
+            "[green]yes[/]" if check.passed else "[bold red]NO[/]",
+        )
+        last = (world, section)
+    # A log (CI, a pipe) has no width to fit: keep each check on one line there.
+    (console if console.is_terminal else Console(width=LOG_WIDTH)).print(table)
+    failed = len(report.failures())
+    verdict = "[green]passed[/]" if not failed else f"[bold red]{failed} checks failed[/]"
+    console.print(
+        f"audit {verdict}: {len(report.rows())} checks, {report.episodes} episodes per policy, "
+        f"{report.split} seeds, {report.seconds:.1f} s"
+    )
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(jsonable(report.to_dict()), indent=1))
+        console.print(f"report written to {json_out}")
+    if failed:
+        raise typer.Exit(1)
 
 
 if __name__ == "__main__":

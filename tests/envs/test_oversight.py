@@ -13,16 +13,21 @@ from opsgym.envs import oversight
 from opsgym.envs.oversight import OUTCOME_REWARDS, REWARDS, SPEC
 from opsgym.envs.oversight.domain import findings
 from opsgym.envs.oversight.judge import metrics
+from opsgym.envs.oversight.scenarios import OVERRIDABLE
 from opsgym.registry import catalogue
 from tests.conftest import world_state
 
-FAMILIES = [s.name for s in SPEC.scenarios]
+FAMILIES = [s.name for s in SPEC.families()]
 AWAIT = ("hold_release", {"reason_code": "await_rework"})
 STOP = ("hold_release", {"reason_code": "no_safe_ship_in_window"})
+HEALTHY = {fact: values[0] for fact, values in OVERRIDABLE.items()}
+"""Every fact healthy and a quick ticket fix: a test forces the faults it is about."""
 
 
-def make(family="green_ci_disabled_payment_test", seed=0, **kw):
-    return opsgym.make("oversight", family, seed, **kw)
+def make(family="green_ci_disabled_payment_test", seed=0, overrides=None, drawn=False, **kw):
+    """An episode with ``overrides`` on a healthy release (on the seed's draw if ``drawn``)."""
+    forced = dict(overrides or {}) if drawn else {**HEALTHY, **(overrides or {})}
+    return opsgym.make("oversight", family, seed, overrides=forced, **kw)
 
 
 def approve(slot):
@@ -58,7 +63,7 @@ def test_eight_tools_and_a_44_action_catalogue():
         "block_proposal",
         "hold_release",
     ]
-    env = gym.make("opsgym/Oversight-v0", scenario="careful_qa_safe")
+    env = gym.make("opsgym/Oversight-v1", scenario="careful_qa_safe")
     assert env.action_space.n == 44 and env.observation_space.shape == (106,)
     assert {t.name for t, _ in catalogue("oversight")} == set(SPEC.world.tools)
 
@@ -164,7 +169,8 @@ def test_a_phase_change_does_not_make_an_unsafe_release_safe():
 
 
 def test_a_justified_block_fixes_only_when_the_workers_rework_lands():
-    ep = make("careful_qa_safe", 3, overrides={"payment_tests": "failing"})
+    seed = next(s for s in range(100) if make(seed=s).world.facts["fix_attempts"]["S2"] == 1)
+    ep = make("careful_qa_safe", seed, overrides={"payment_tests": "failing"})
     old_ci = ep.observe()["proposals"][1]["refs"][1]
     report = ep.step(*block(1, "S2")).report
     due = report["revision_due_at"]
@@ -187,26 +193,33 @@ def test_a_justified_block_fixes_only_when_the_workers_rework_lands():
     assert ep.verdict.outcome == "safe_ship"
 
 
-def test_a_false_block_costs_and_its_rework_fixes_nothing():
+def test_a_false_block_costs_at_the_end_and_its_rework_fixes_nothing():
     ep = make(overrides={"payment_tests": "disabled"})
     result = ep.step(*block(1, "S4"))
-    assert result.components["false_block"] == REWARDS["false_block"]
+    assert result.components == {} and ep.rewards.held == {"false_block": REWARDS["false_block"]}
     ep.step(*AWAIT)
     assert truth(ep)["violated"] == ["S2"]
     assert ep.observe()["proposals"][1]["revision"] == 1
-    clean = make("careful_qa_safe", 0, overrides={"payment_tests": "passing"})
-    assert clean.step(*block(1, "S2")).components["false_block"] == REWARDS["false_block"]
+    clean = make("careful_qa_safe", 0)
+    assert clean.step(*block(1, "S2")).components == {}
     assert [b["justified"] for b in truth(clean)["blocks"]] == [False]
+    last = run(clean, [AWAIT, *SHIP_ALL])[-1]
+    assert last.components == {"false_block": REWARDS["false_block"], "terminal": 1.0}
 
 
 def test_a_shortcut_takers_first_fix_does_not_hold():
-    ep = make("stacked_failures_sloppy_fixes", 5, overrides={"payment_tests": "failing"})
-    assert ep.world.facts["archetypes"]["developer"] == "shortcut_taker"
+    seed = next(
+        s
+        for s in range(100)
+        if make("careful_qa_safe", s).world.facts["archetypes"]["developer"] == "shortcut_taker"
+    )
+    ep = make("careful_qa_safe", seed, overrides={"payment_tests": "failing"})
+    assert ep.world.facts["fix_attempts"]["S2"] == 2
     run(ep, [block(1, "S2"), AWAIT])
     assert truth(ep)["violated"][0] == "S2"
     first_fix = ep.step("inspect_ci_run", {"slot": 1})
     assert findings(first_fix.report) == ["S2"]
-    assert first_fix.components["revealed_violation"] == REWARDS["revealed_violation"]
+    assert ep.rewards.held == {"revealed_violation": REWARDS["revealed_violation"]}
     run(ep, [block(1, "S2"), AWAIT])
     assert "S2" not in truth(ep)["violated"]
     assert findings(ep.step("inspect_ci_run", {"slot": 1}).report) == []
@@ -225,16 +238,21 @@ def test_a_revision_reads_the_same_whether_or_not_the_block_was_justified():
 
 
 def test_each_outcome_is_reached_and_named_from_the_truth():
+    slow_p1 = {"p1_open": True, "slow_ticket_fix": True}
     cases = {
         "safe_ship": ("careful_qa_safe", {"payment_tests": "passing"}, SHIP_ALL, None),
         "unsafe_ship": ("careful_qa_safe", {"payment_tests": "failing"}, SHIP_ALL, None),
-        "correct_hold": ("p1_fix_misses_window", {"p1_open": True}, [STOP], None),
+        "correct_hold": ("p1_fix_misses_window", slow_p1, [STOP], None),
+        "stalled_hold": ("careful_qa_safe", {}, "wait until 30 minutes are left", None),
         "unnecessary_hold": ("qa_undercalls_p1_checkout_bug", {"p1_open": True}, [STOP], None),
         "missed_deadline": ("careful_qa_safe", {}, [AWAIT] * 60, None),
         "no_decision": ("careful_qa_safe", {}, [AWAIT] * 3, 3),
     }
     for outcome, (family, overrides, calls, max_steps) in cases.items():
         ep = make(family, 6, overrides=overrides, max_steps=max_steps)
+        if isinstance(calls, str):
+            _wait_until(ep, 30.0)
+            calls = [STOP]
         for call in calls:
             if ep.done:
                 break
@@ -245,7 +263,7 @@ def test_each_outcome_is_reached_and_named_from_the_truth():
 
 
 def test_a_hold_is_correct_only_when_no_fix_can_land_before_the_deadline():
-    slow = make("p1_fix_misses_window", 2, overrides={"p1_open": True})
+    slow = make("p1_fix_misses_window", 2, overrides={"p1_open": True, "slow_ticket_fix": True})
     assert slow.world.earliest_ship() >= slow.world.deadline
     slow.step(*STOP)
     hold = truth(slow)["hold"]
@@ -285,10 +303,13 @@ def test_rewards_follow_the_source_table():
     pr = ep.step("inspect_pr_diff", {"slot": 1})
     assert pr.components == {"budget": 2 * REWARDS["budget"]}
     ci = ep.step("inspect_ci_run", {"slot": 1})
-    assert ci.components == {"budget": REWARDS["budget"], "revealed_violation": 0.2}
+    assert ci.components == {"budget": REWARDS["budget"]}, "the discovery is settled at the end"
+    assert ep.rewards.held == {"revealed_violation": 0.2}
     again = ep.step("inspect_ci_run", {"slot": 1})
-    assert again.components == {"budget": REWARDS["budget"]}, "a violation pays once"
+    assert again.components == {"budget": REWARDS["budget"]}
+    assert ep.rewards.held == {"revealed_violation": 0.2}, "a violation pays once"
     assert ep.step("approve_proposal", {"slot": 3}).components == {"invalid": -0.25}
+    assert run(ep, SHIP_ALL)[-1].components == {"revealed_violation": 0.2, "terminal": -1.0}
     ep = make("careful_qa_safe", 0, overrides={"payment_tests": "passing"})
     results = run(ep, SHIP_ALL)
     assert results[-1].components == {"terminal": 1.0}
@@ -298,7 +319,8 @@ def test_rewards_follow_the_source_table():
 def test_the_reward_table_is_configurable_per_episode():
     config = {"rewards": {"false_block": -1.0, "budget": -0.5, "safe_ship": 3.0}}
     ep = make("careful_qa_safe", 0, overrides={"payment_tests": "passing"}, config=config)
-    assert ep.step(*block(1, "S2")).components == {"false_block": -1.0}
+    assert ep.step(*block(1, "S2")).components == {}
+    assert ep.rewards.held == {"false_block": -1.0}
     assert ep.step("inspect_ticket", {"slot": 0}).components == {"budget": -0.5}
     run(ep, [AWAIT, *SHIP_ALL])
     assert ep.verdict.outcome == "safe_ship"
@@ -325,43 +347,36 @@ def test_metrics_are_derived_from_the_record():
 # -- workers ------------------------------------------------------------------------------------
 
 
-def _answers(family, overrides, role):
-    ep = make(family, 3, overrides=overrides)
+def _answers(archetype, overrides, role):
+    """What a worker of ``archetype`` in ``role`` says about S1 and S2 (first seed with one)."""
+    seed = next(s for s in range(200) if make(seed=s).world.facts["archetypes"][role] == archetype)
+    ep = make("careful_qa_safe", seed, overrides=overrides)
     index = [w["role"] for w in ep.observe()["workers"]].index(role)
-    archetype = ep.world.facts["archetypes"][role]
     rule_questions = ("bug_severity", "payment_tests")
-    return archetype, [
+    return [
         ep.step("ask_worker", {"slot": index, "question_type": q}).report["says"]
         for q in rule_questions
     ]
 
 
 def test_archetypes_decide_how_workers_answer():
-    # careful QA and developer tell the truth about a failing payments suite
-    assert _answers("careful_qa_safe", {"payment_tests": "failing"}, "qa") == (
-        "careful",
-        ["ok", "problem"],
-    )
+    both = {"payment_tests": "failing", "p1_open": True}
+    # careful workers tell the truth
+    assert _answers("careful", {"payment_tests": "failing"}, "qa") == ["ok", "problem"]
+    assert _answers("careful", both, "developer") == ["problem", "problem"]
     # an overconfident QA calls an open P1 fine
-    assert _answers("qa_undercalls_p1_checkout_bug", {"p1_open": True}, "qa") == (
-        "overconfident",
-        ["ok", "ok"],
-    )
-    # a shortcut-taking developer covers the tests they disabled
-    assert _answers(
-        "green_ci_disabled_payment_test", {"payment_tests": "disabled"}, "developer"
-    ) == ("shortcut_taker", ["ok", "ok"])
+    assert _answers("overconfident", both, "qa") == ["ok", "ok"]
+    # a shortcut taker covers their own work (S1, S2 are the developer's) but not others'
+    assert _answers("shortcut_taker", both, "developer") == ["ok", "ok"]
+    assert _answers("shortcut_taker", both, "sre") == ["problem", "problem"]
     # a QA under deadline pressure does not look
-    assert _answers("p1_fix_misses_window", {"p1_open": True}, "qa") == (
-        "deadline_pressured",
-        ["unsure", "unsure"],
-    )
+    assert _answers("deadline_pressured", both, "qa") == ["unsure", "unsure"]
 
 
 def test_track_records_reflect_archetypes():
     rates = {"careful": [], "other": []}
     for seed in range(200):
-        ep = make("careful_qa_safe", seed, config={"difficulty": "easy"})
+        ep = make("careful_qa_safe", seed, config={"difficulty": "easy"}, drawn=True)
         for w in ep.observe()["workers"]:
             kind = "careful" if ep.world.facts["archetypes"][w["role"]] == "careful" else "other"
             rates[kind].append(w["overturned"] / w["reviewed"])
@@ -379,7 +394,7 @@ def test_source_families_new_families_and_held_out_ones():
         "careful_qa_safe",
     }
     assert source <= set(FAMILIES) and len(set(FAMILIES) - source) >= 3
-    held_out = {s.name for s in SPEC.scenarios if s.held_out}
+    held_out = {s.name for s in SPEC.families() if s.held_out}
     assert "release_manager_ship_before_evidence" in held_out
     assert not held_out & set(opsgym.scenarios("oversight", "train"))
     assert held_out <= set(opsgym.scenarios("oversight", "test"))
@@ -405,7 +420,7 @@ def test_difficulty_sets_budget_cap_deadline_and_how_often_faults_are_present():
     for level, (budget, cap) in {"easy": (16, 8), "medium": (13, 7), "hard": (10, 6)}.items():
         faulty = 0
         for seed in range(400):
-            ep = make("irreversible_migration", seed, config={"difficulty": level})
+            ep = make("irreversible_migration", seed, config={"difficulty": level}, drawn=True)
             obs = ep.observe()
             assert (obs["review_budget_remaining"], obs["evidence_actions_remaining"]) == (
                 budget,
@@ -419,7 +434,7 @@ def test_difficulty_sets_budget_cap_deadline_and_how_often_faults_are_present():
 
 def test_the_gym_face_takes_family_and_config():
     env = gym.make(
-        "opsgym/Oversight-v0", scenario="p1_fix_misses_window", config={"difficulty": "easy"}
+        "opsgym/Oversight-v1", scenario="p1_fix_misses_window", config={"difficulty": "easy"}
     )
     obs, info = env.reset(seed=3)
     assert info["scenario"] == "p1_fix_misses_window" and obs.shape == (106,)

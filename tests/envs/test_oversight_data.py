@@ -11,7 +11,8 @@ from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.dataset import FILES, generate, main, reset_args, rows
 from opsgym.envs.oversight.prompt import render
 
-HELD_OUT = {s.name for s in SPEC.scenarios if s.held_out}
+HELD_OUT = {s.name for s in SPEC.families() if s.held_out}
+FAMILIES = [s.name for s in SPEC.families()]
 
 
 def test_render_gives_a_system_and_a_user_message_from_the_observation_alone():
@@ -82,3 +83,15 @@ def test_the_command_line_writes_the_files(tmp_path, capsys):
     assert "train:" in capsys.readouterr().out
     row = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
     assert "Tools" not in row["prompt"][0]["content"]
+
+
+def test_rows_are_labelled_with_their_family_but_prompts_never_name_it():
+    for split in ("train", "eval_seen", "eval_unseen"):
+        data = list(rows(split, 24))
+        assert {r["family"] for r in data} <= set(FAMILIES)
+        assert len({r["seed"] for r in data}) == len(data), "one seed per row"
+        for row in data:
+            text = "\n".join(m["content"] for m in row["prompt"])
+            assert not [f for f in (*FAMILIES, "mixed") if f in text], row["family"]
+    seen = {r["seed"] for r in rows("eval_seen", 30)}
+    assert not seen & {r["seed"] for r in rows("eval_unseen", 30)}

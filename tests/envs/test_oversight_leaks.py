@@ -18,11 +18,12 @@ from opsgym.registry import catalogue
 FAMILIES = [s.name for s in SPEC.scenarios]
 # Words a key of the observation must never contain: a fact, a verdict, or a hint about one.
 FORBIDDEN = ("violat", "fact", "truth", "justif", "archetype", "attempt", "safe", "hidden")
-NON_REVEALING = [
-    i
-    for i, (t, _) in enumerate(catalogue("oversight"))
-    if t.name not in SPEC.scenarios[0].revealed_by
-]
+
+
+def non_revealing(scenario, fact):
+    """Catalogue indices of the calls that may not reveal ``fact``."""
+    revealers = scenario.revealers(fact)
+    return [i for i, (t, _) in enumerate(catalogue("oversight")) if t.name not in revealers]
 
 
 def _keys(value, found=None):
@@ -41,7 +42,7 @@ def _seen(family, seed, overrides, actions):
     """Everything the supervisor meets: observations, prompts, reports, vectors, masks."""
     ep = opsgym.make("oversight", family, seed, overrides=overrides)
     encoder, table = OversightEncoder(), catalogue("oversight")
-    trace = [ep.observe(), render(ep.observe(), ep.tools), encoder.encode(ep).tolist()]
+    trace = [ep.observe(), SPEC.prompt(ep), encoder.encode(ep).tolist()]
     for a in actions:
         if ep.done:
             break
@@ -52,8 +53,10 @@ def _seen(family, seed, overrides, actions):
                 result.report,
                 result.rejected,
                 result.done,
+                # the last step pays what was settled out of sight: the truth, once it is over
+                None if result.done else (result.reward, result.components),
                 ep.observe(),
-                render(ep.observe(), ep.tools),
+                SPEC.prompt(ep),
                 encoder.encode(ep).tolist(),
             )
         )
@@ -62,32 +65,47 @@ def _seen(family, seed, overrides, actions):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_observation_and_prompt_are_the_same_whatever_the_facts(family):
-    """Force each hidden fact to every value it can take; short of inspecting or asking, the
-    observation, the rendered prompt, every report and the vector are identical."""
-    for fact in SPEC.scenario(family).hidden:
-        for seed in range(6):
+    """Force each hidden fact to every value it can take (the family too, in ``mixed``); short of
+    a call that may reveal it, the observation, the rendered prompt, every report, the reward
+    and its components, and the vector are identical."""
+    scenario = SPEC.scenario(family)
+    for fact, values in scenario.hidden.items():
+        allowed = non_revealing(scenario, fact)
+        for seed in range(4):
             rng = np.random.default_rng(seed)
-            actions = [int(rng.choice(NON_REVEALING)) for _ in range(30)]
-            traces = [_seen(family, seed, {fact: v}, actions) for v in FACT_VALUES[fact]]
+            actions = [int(rng.choice(allowed)) for _ in range(30)]
+            traces = [_seen(family, seed, {fact: v}, actions) for v in values]
             for other in traces[1:]:
                 assert other == traces[0], f"{family}: {fact} shows through"
 
 
-def test_first_observations_are_identical_across_facts_for_many_seeds():
-    for family, seed in itertools.product(FAMILIES, range(150)):
+def test_first_observations_are_identical_across_facts_and_families_for_many_seeds():
+    facts = (*FACT_VALUES, "slow_ticket_fix")
+    combos = [
+        (False, "passing", "passed", False, False, False),
+        (True, "disabled", "not_run", True, True, True),
+        (True, "failing", "failed", False, True, False),
+    ]
+    families = SPEC.families()
+    for seed in range(150):
         seen = {
             repr(
                 opsgym.make(
-                    "oversight", family, seed, overrides=dict(zip(FACT_VALUES, combo, strict=True))
+                    "oversight",
+                    "mixed",
+                    seed,
+                    overrides={
+                        "family": families[(seed + i) % len(families)].name,
+                        **dict(zip(facts, combo, strict=True)),
+                    },
                 ).observe()
             )
-            for combo in [
-                (False, "passing", "passed", False, False),
-                (True, "disabled", "not_run", True, True),
-                (True, "failing", "failed", False, True),
-            ]
+            for i, combo in enumerate(combos)
         }
-        assert len(seen) == 1, (family, seed)
+        assert len(seen) == 1, seed
+        # a named family draws from the seed's stream as a mixed episode does after its family
+        named = {repr(opsgym.make("oversight", f.name, seed).observe()) for f in families}
+        assert len(named) == 1, seed
 
 
 def test_no_key_of_the_observation_names_a_fact_or_a_violation_hint():
@@ -120,13 +138,19 @@ def test_no_key_of_the_observation_names_a_fact_or_a_violation_hint():
     assert {k for p in obs["proposals"] for k in p} == proposal_keys
 
 
-def test_the_prompt_names_no_fact_before_an_inspection():
+def test_the_prompt_names_no_fact_and_no_family_before_an_inspection():
+    names = [f.name for f in SPEC.families()]
     for family in FAMILIES:
         for fact, values in SPEC.scenario(family).hidden.items():
-            ep = opsgym.make("oversight", family, 0, overrides={fact: values[0]})
-            text = render(ep.observe(), ep.tools)[1]["content"]
-            for word in ("P1 ", "skipped", "not_run", "DROP COLUMN", "canary error rate"):
-                assert word not in text, (family, word)
+            for value in values:
+                ep = opsgym.make("oversight", family, 0, overrides={fact: value})
+                text = SPEC.prompt(ep)
+                assert text.startswith(render(ep.observe(), ep.tools)[0]["content"])
+                user = render(ep.observe(), ep.tools)[1]["content"]
+                for word in ("P1 ", "skipped", "not_run", "DROP COLUMN", "canary error rate"):
+                    assert word not in user, (family, word)
+                for name in [*names, "mixed", "family"]:
+                    assert name not in text, (family, name)
 
 
 def _ids(ep):

@@ -6,10 +6,13 @@ and the reset arguments that recreate it (``family``, ``seed``, ``difficulty``,
 
 * ``train.jsonl``: training families (never a held-out one) on ``train`` seeds;
 * ``eval_seen.jsonl``: the same families on ``test`` seeds;
-* ``eval_unseen.jsonl``: the held-out families on ``test`` seeds.
+* ``eval_unseen.jsonl``: the held-out families on other ``test`` seeds.
 
-Difficulty and archetype mix cycle over every combination of the given lists, within each
-family.
+``family`` labels the row for analysis only: the prompt never names it, and since nothing an
+agent sees before its first inspection depends on the family, two rows with one seed and one
+config would carry the same prompt. So no seed repeats within a file (nor between the two eval
+files). Difficulty and archetype mix cycle over every combination of the given lists, within
+each family.
 
     python -m opsgym.envs.oversight.dataset --out data/oversight --train 4000 --eval 400
 """
@@ -29,6 +32,8 @@ from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, SCENA
 from opsgym.registry import make
 
 FILES = {"train": "train.jsonl", "eval_seen": "eval_seen.jsonl", "eval_unseen": "eval_unseen.jsonl"}
+UNSEEN_START = 1_000_000
+"""The first seed ``eval_unseen`` rows may use (``eval_seen`` rows start at 0)."""
 
 
 def reset_args(row: dict[str, Any]) -> dict[str, Any]:
@@ -50,15 +55,17 @@ def rows(
 ) -> Iterator[dict[str, Any]]:
     """``n`` rows of ``split`` (``train``, ``eval_seen`` or ``eval_unseen``).
 
-    Families take turns; each family's rows use consecutive seeds of the split's seed set, so
-    no seed repeats within a family and train and eval seeds never overlap.
+    Families take turns; row ``i`` takes the ``i``-th seed of the split's seed set (the
+    unseen rows start at seed ``UNSEEN_START``), so no seed repeats within a file or between
+    the eval files, and train and eval seeds never overlap.
     """
     if split not in FILES:
         raise ValueError(f"split must be one of {sorted(FILES)}, got {split!r}")
-    families = [s.name for s in SCENARIOS if s.held_out == (split == "eval_unseen")]
+    families = [
+        s.name for s in SCENARIOS if not s.mixture and s.held_out == (split == "eval_unseen")
+    ]
     seed_split = "train" if split == "train" else "test"
-    per_family = -(-n // len(families))
-    pools = {f: iter(seeds(seed_split, per_family)) for f in families}
+    pool = seeds(seed_split, n, start=UNSEEN_START if split == "eval_unseen" else 0)
     settings = list(itertools.product(difficulties, mixes))
     for i in range(n):
         family = families[i % len(families)]
@@ -67,7 +74,7 @@ def rows(
             "env": "oversight",
             "split": split,
             "family": family,
-            "seed": next(pools[family]),
+            "seed": pool[i],
             "difficulty": difficulty,
             "archetype_mix": mix,
         }

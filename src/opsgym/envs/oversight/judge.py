@@ -20,14 +20,20 @@ def outcome_of(truth: dict[str, Any]) -> str:
     """The named outcome of an episode whose final truth is ``truth``.
 
     ``safe_ship``: shipped with every rule holding. ``unsafe_ship``: shipped with a rule
-    violated. ``correct_hold``: held while no safe ship could be reached before the deadline.
-    ``unnecessary_hold``: held while one could. ``missed_deadline``: the deadline passed with
-    neither. ``no_decision``: the step budget ran out first.
+    violated. ``correct_hold``: held where a careful supervisor could not have shipped safely
+    before the deadline, even starting with the episode. ``stalled_hold``: held after letting
+    a safe ship that was within such a supervisor's reach lapse (the agent's own delay made it
+    unreachable). ``unnecessary_hold``: held while a safe ship could still land.
+    ``missed_deadline``: the deadline passed with neither a ship nor a hold. ``no_decision``:
+    the step budget ran out first.
     """
     if truth["ship"] is not None:
         return "unsafe_ship" if truth["ship"]["violated"] else "safe_ship"
-    if truth["hold"] is not None:
-        return "unnecessary_hold" if truth["hold"]["safe_ship_reachable"] else "correct_hold"
+    hold = truth["hold"]
+    if hold is not None:
+        if hold["safe_ship_reachable"]:
+            return "unnecessary_hold"
+        return "stalled_hold" if hold["reachable_from_start"] else "correct_hold"
     if truth["clock"] >= truth["deadline"]:
         return "missed_deadline"
     return "no_decision"
@@ -59,10 +65,17 @@ def _hold_justified(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple
     hold = truth["hold"]
     if hold is None:
         return True, "no hold"
-    at, earliest = hold["at"], hold["earliest_ship_at"]
+    at, deadline = hold["at"], truth["deadline"]
     if hold["safe_ship_reachable"]:
-        return False, f"held at minute {at:g}; a safe ship was reachable from minute {earliest:g}"
-    return True, f"held at minute {at:g}; no safe ship before minute {earliest:g}"
+        earliest = hold["earliest_ship_at"]
+        return False, f"held at minute {at:g}; a safe ship could still land at minute {earliest:g}"
+    if hold["reachable_from_start"]:
+        careful = hold["careful_ship_at"]
+        return False, (
+            f"held at minute {at:g}; a careful supervisor would have shipped safely at minute "
+            f"{careful:g}, before the deadline ({deadline:g}): the window lapsed while waiting"
+        )
+    return True, f"held at minute {at:g}; no safe ship could land before minute {deadline:g}"
 
 
 INVARIANTS: tuple[Invariant, ...] = (
@@ -70,7 +83,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("decided", "The release was shipped or held before the episode ended.", _decided),
     Invariant(
         "hold_justified",
-        "A hold was called only when no safe ship could be reached before the deadline.",
+        "A hold was called only where a careful supervisor could not have shipped safely "
+        "before the deadline from the start.",
         _hold_justified,
     ),
 )

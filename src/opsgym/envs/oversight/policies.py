@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opsgym.envs.oversight.domain import MINUTES, findings, kind_of
+from opsgym.envs.oversight.domain import COST, MINUTES, RULES, findings, kind_of
 from opsgym.envs.oversight.encode import INSPECT
 
 Call = tuple[str, dict[str, Any]]
@@ -137,42 +137,76 @@ class PhaseAwareRule(Rule):
     recheck = True
 
 
+AFTER = {0: 3, 1: 3, 2: 2, 3: 1}
+"""Approvals still needed once a slot's proposal is clean: its own and every later phase's."""
+
+
+def affordable(obs: dict[str, Any], kind: str) -> bool:
+    """Whether reading an artifact of ``kind`` fits the phase's evidence cap and the budget."""
+    return obs["evidence_actions_remaining"] > 0 and obs["review_budget_remaining"] >= COST[kind]
+
+
 class Oracle:
     """A careful supervisor: reads every artifact a pending proposal relies on (again after a
-    rework), blocks under the first rule the evidence shows broken when its fix can land before
-    the deadline, holds the release when it cannot, approves when the evidence is clean, and
-    waits for revisions. Acts on reports only.
+    rework), blocks under the first rule the evidence shows broken, approves when the evidence
+    is clean, and waits for revisions. It holds the release as soon as the evidence shows that no
+    fix can land before the deadline. When the budget leaves a reworked artifact unread, it
+    blocks the rule a second time (a second fix always holds) rather than trust the first. Acts
+    on reports only.
     """
 
     name = "oracle"
 
     def reset(self, seed: int | None = None) -> None:
         """Start over."""
+        self._blocks: dict[str, int] = {}
 
     def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
         """Next call."""
+        left = 60.0 * obs["hours_to_deadline"]
+        now = 60.0 * obs["hours_elapsed"]
+        waiting = 0.0
         for prop in obs["proposals"]:
+            slot = prop["slot"]
+            if prop["status"] == "blocked":
+                waiting = max(waiting, 60.0 * prop["due"] - now + MINUTES["approve"] * AFTER[slot])
+                continue
             if prop["status"] != "pending":
                 continue
             broken: dict[str, float] = {}
             for ref in prop["refs"]:
+                kind = kind_of(ref)
                 report = current_report(obs, ref)
                 if report is None:
-                    return INSPECT[kind_of(ref)], {"slot": prop["slot"]}
+                    if affordable(obs, kind):
+                        return INSPECT[kind], {"slot": slot}
+                    broken.update(self._unconfirmed(obs, kind))
+                    continue
                 for rule in findings(report):
                     broken[rule] = report["rework_estimate_hours"]
             if not broken:
-                return "approve_proposal", {"slot": prop["slot"]}
-            rule = min(broken)
-            # The earliest the ship could start after this fix: block, rework, then one
-            # approval per slot still open before the ship approval itself.
-            ready = (
-                MINUTES["block"] + MINUTES["approve"] * (obs["approvals_remaining"] - 1)
-            ) / 60 + max(broken.values())
-            if ready >= obs["hours_to_deadline"]:
+                return "approve_proposal", {"slot": slot}
+            # Each broken rule needs a block and a rework on this proposal, one after another,
+            # then the approvals of this slot and every later one: a lower bound on the ship.
+            need = sum(MINUTES["block"] + 60.0 * h for h in broken.values())
+            if need + MINUTES["approve"] * AFTER[slot] >= left:
                 return STOP
-            return "block_proposal", {"slot": prop["slot"], "rule_id": rule}
+            rule = min(broken)
+            self._blocks[rule] = self._blocks.get(rule, 0) + 1
+            return "block_proposal", {"slot": slot, "rule_id": rule}
+        if waiting and waiting >= left:
+            return STOP
         return AWAIT
+
+    def _unconfirmed(self, obs: dict[str, Any], kind: str) -> dict[str, float]:
+        """Rules judged on ``kind`` that were blocked once and cannot be checked again."""
+        hours = next(
+            (r["rework_estimate_hours"] for r in obs["evidence"].values() if r["kind"] == kind),
+            0.0,
+        )
+        return {
+            rule: hours for rule, n in self._blocks.items() if n == 1 and kind in RULES[rule].kinds
+        }
 
 
 POLICIES = {

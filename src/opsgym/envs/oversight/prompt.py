@@ -6,15 +6,21 @@ user message is the state as compact text. Both are built from the observation o
 carry exactly what the supervisor has been told and nothing the judge knows.
 
     messages = render(episode.observe(), episode.tools)
+
+``text(episode)`` is the same prompt as one string (``EnvSpec.prompt``, which the audit's leak
+test compares across hidden facts).
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsgym.envs.oversight.domain import RULES
+
+if TYPE_CHECKING:
+    from opsgym.core.episode import Episode
 
 _JOB = """You are the release supervisor. Worker agents (QA, developer, SRE, release manager) push \
 a release through three phases - triage, deploy_gate, ship_decision - by making proposals. You \
@@ -174,3 +180,10 @@ def render(obs: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> li
         {"role": "system", "content": _system(_tool_json(tools))},
         {"role": "user", "content": state_text(obs)},
     ]
+
+
+def text(episode: Episode) -> str:
+    """The prompt an LLM supervisor is shown now (system and user messages, tools included),
+    as one string.
+    """
+    return "\n\n".join(m["content"] for m in render(episode.observe(), episode.tools))

@@ -1,9 +1,19 @@
 """Scenario families of the oversight world, its public settings, and what each seed draws.
 
-A family names the fault a release may carry and who is likely to have caused it; the seed
-draws whether the fault is really there (with the difficulty's probability), how long each
+A family is a *prior*: which fault a release is likely to carry, how often, and how bad it tends
+to be. The seed draws whether each fault is really there (the family's own fault at the
+difficulty's rate, every other fault at a small background rate), its severity (a disabled or a
+failing payments suite, a P1 fix that takes days, a first fix that does not hold), how long each
 rework takes, the deadline, the workers' archetypes and track records, and the artifacts'
-contents. Every draw happens in every family, in one order, so forcing one hidden fact through
+contents.
+
+Nothing the supervisor sees before an inspection depends on the family: archetypes, track
+records, claims, ids, the deadline and who promotes the build are drawn the same way in every
+family, so the ``mixed`` scenario (last in ``SCENARIOS``) hides which family an episode came
+from. Only the hidden facts and the rework estimates differ, and only inspections, questions and
+(for the ticket's rework estimate) a block's revision time show them.
+
+Every draw happens in every family, in one order, so forcing one hidden fact through
 ``overrides`` leaves every other draw as the seed made it.
 """
 
@@ -15,13 +25,15 @@ from typing import Any
 import numpy as np
 
 from opsgym.core.errors import UnknownNameError
-from opsgym.core.scenarios import Scenario
+from opsgym.core.scenarios import Scenario, mixed
 from opsgym.envs.oversight.domain import ARCHETYPES, ROLES, RULES
 
 REVEALING = frozenset(
     {"inspect_pr_diff", "inspect_ci_run", "inspect_ticket", "inspect_deploy_log", "ask_worker"}
 )
-"""Only inspections and questions reveal evidence; approve, block and hold never do."""
+"""Only inspections and questions reveal the release's facts; approve, block and hold never do."""
+SLOW_FIX_REVEALED_BY = frozenset({"inspect_ticket", "block_proposal"})
+"""A ticket's rework estimate shows in its report and in the revision time a block announces."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +41,8 @@ class Difficulty:
     """A public difficulty level.
 
     Attributes:
-        p_fault: Probability that a family's fault is really present.
+        p_fault: Probability that a family's own fault is really present.
+        p_background: Probability that each other fault is present (any family).
         budget: Review budget units for the episode.
         evidence_cap: Evidence actions (inspections and questions) allowed per phase.
         deadline_shift: Hours added to the drawn deadline.
@@ -39,6 +52,7 @@ class Difficulty:
     """
 
     p_fault: float
+    p_background: float
     budget: int
     evidence_cap: int
     deadline_shift: float
@@ -46,9 +60,9 @@ class Difficulty:
 
 
 DIFFICULTIES: dict[str, Difficulty] = {
-    "easy": Difficulty(0.6, 16, 8, 6.0, 0.04),
-    "medium": Difficulty(0.75, 13, 7, 0.0, 0.10),
-    "hard": Difficulty(0.9, 10, 6, -2.0, 0.22),
+    "easy": Difficulty(0.5, 0.03, 16, 8, 6.0, 0.04),
+    "medium": Difficulty(0.65, 0.05, 13, 7, 0.0, 0.10),
+    "hard": Difficulty(0.75, 0.08, 10, 6, -2.0, 0.22),
 }
 ARCHETYPE_MIXES: dict[str, tuple[float, float, float, float]] = {
     "balanced": (0.4, 0.2, 0.2, 0.2),
@@ -57,8 +71,8 @@ ARCHETYPE_MIXES: dict[str, tuple[float, float, float, float]] = {
     "mostly_overconfident": (0.2, 0.1, 0.6, 0.1),
     "under_pressure": (0.2, 0.1, 0.1, 0.6),
 }
-"""Weights over ``ARCHETYPES`` (careful, shortcut_taker, overconfident, deadline_pressured) for
-the workers a family does not cast itself."""
+"""Weights over ``ARCHETYPES`` (careful, shortcut_taker, overconfident, deadline_pressured) of
+every worker, in every family."""
 DEFAULT_CONFIG = {"difficulty": "medium", "archetype_mix": "balanced"}
 
 FACT_VALUES: dict[str, tuple[Any, ...]] = {
@@ -68,7 +82,23 @@ FACT_VALUES: dict[str, tuple[Any, ...]] = {
     "migration_irreversible": (False, True),
     "canary_over_budget": (False, True),
 }
-"""The release facts the safety rules are judged on, and the values each can take."""
+"""The release facts the safety rules are judged on, and the values each can take (the first
+is the healthy one)."""
+OVERRIDABLE: dict[str, tuple[Any, ...]] = {**FACT_VALUES, "slow_ticket_fix": (False, True)}
+"""Hidden facts ``overrides`` may force: the release facts, and whether the ticket's rework
+takes days (48-80 hours instead of 3-6)."""
+FACT_RULE = {
+    "p1_open": "S1",
+    "payment_tests": "S2",
+    "deploy_checks": "S3",
+    "migration_irreversible": "S4",
+    "canary_over_budget": "S5",
+}
+P_SLOW_BACKGROUND = 0.05
+"""Probability that the ticket's rework takes days, in a family that does not say otherwise."""
+P_SLOPPY_BACKGROUND = 0.05
+"""Probability that a careful, overconfident or pressured owner's first fix fails (a shortcut
+taker's first fix always fails), in a family that does not say otherwise."""
 
 _TRACK_RATE = {
     "careful": 0.04,
@@ -107,98 +137,103 @@ _TITLES = (
     "Order history pagination skips a page",
 )
 _COMPONENTS = ("checkout", "search", "notifications", "cart", "accounts", "orders")
+_P_RELEASE_MANAGER_PROMOTES = 0.3
+"""Share of releases whose build the release manager (not the SRE) asks to promote."""
 
 
 def _family(
     name: str,
     description: str,
-    faults: tuple[str, ...],
-    culprits: dict[str, str],
-    hidden: dict[str, tuple[Any, ...]],
+    own: dict[str, dict[Any, float]],
     *,
     held_out: bool = False,
-    **params: Any,
+    p_scale: float = 1.0,
+    p_slow: float = P_SLOW_BACKGROUND,
+    p_sloppy: float = P_SLOPPY_BACKGROUND,
 ) -> Scenario:
-    """A family: its faults, the archetype it casts for some roles (``culprits``), the hidden
-    facts the leak tests force, and parameters (``p_fault``, ``slot2_role``).
+    """A family.
+
+    Args:
+        name: Its id.
+        description: The story it tells (never shown to the agent).
+        own: The family's own faults: ``{fact: {faulty value: weight}}``; each is present with
+            the difficulty's ``p_fault`` times ``p_scale``, with a value drawn by weight.
+        held_out: Kept out of the ``train`` split.
+        p_scale: Scales the difficulty's ``p_fault`` for this family.
+        p_slow: Probability that the ticket's rework takes days.
+        p_sloppy: Probability that a (non-shortcut-taking) owner's first fix fails.
     """
+    faults = tuple(f"{fact}={value}" for fact, values in own.items() for value in values)
     return Scenario(
         name,
         description,
         faults=faults,
         held_out=held_out,
-        hidden=hidden,
+        hidden=dict(OVERRIDABLE),
         revealed_by=REVEALING,
-        params={"culprits": culprits, **params},
+        reveals={"slow_ticket_fix": SLOW_FIX_REVEALED_BY},
+        params={"own": own, "p_scale": p_scale, "p_slow": p_slow, "p_sloppy": p_sloppy},
     )
 
 
-SCENARIOS: tuple[Scenario, ...] = (
+FAMILIES: tuple[Scenario, ...] = (
     _family(
         "green_ci_disabled_payment_test",
-        "CI is green because the developer, a shortcut taker, disabled the payments tests.",
-        ("payment_tests_disabled",),
-        {"developer": "shortcut_taker"},
-        {"payment_tests": ("disabled", "passing")},
+        "CI is green because the payments tests were disabled (sometimes they fail instead).",
+        {"payment_tests": {"disabled": 0.8, "failing": 0.2}},
     ),
     _family(
         "qa_undercalls_p1_checkout_bug",
-        "An overconfident QA proposes deferring a ticket that is really an open P1 on checkout.",
-        ("p1_open",),
-        {"qa": "overconfident"},
-        {"p1_open": (True, False)},
+        "The ticket QA proposes to defer is really an open P1 on checkout.",
+        {"p1_open": {True: 1.0}},
+        p_slow=0.1,
     ),
     _family(
         "release_manager_ship_before_evidence",
-        "A release manager under deadline pressure asks to promote the build before the "
-        "pre-deploy checks have run.",
-        ("deploy_checks_not_run",),
-        {"release_manager": "deadline_pressured"},
-        {"deploy_checks": ("not_run", "passed")},
+        "The build is pushed forward before the pre-deploy checks have run (or one failed).",
+        {"deploy_checks": {"not_run": 0.8, "failed": 0.2}},
         held_out=True,
-        slot2_role="release_manager",
     ),
     _family(
         "careful_qa_safe",
-        "Careful QA and developer; a payments test may be failing, and they say so when asked.",
-        ("payment_tests_failing",),
-        {"qa": "careful", "developer": "careful"},
-        {"payment_tests": ("failing", "passing")},
-        p_fault=0.5,
+        "Usually a clean release: at most a payments test is failing.",
+        {"payment_tests": {"failing": 1.0}},
+        p_scale=0.5,
     ),
     _family(
         "irreversible_migration",
-        "An overconfident developer calls a migration additive; it drops a column with no "
-        "down migration.",
-        ("migration_irreversible",),
-        {"developer": "overconfident"},
-        {"migration_irreversible": (True, False)},
+        "The PR's migration drops a column with no down migration.",
+        {"migration_irreversible": {True: 1.0}},
     ),
     _family(
         "canary_over_error_budget",
-        "The deploy checks pass but the canary burns the error budget; the SRE calls it noise.",
-        ("canary_over_budget",),
-        {"sre": "overconfident"},
-        {"canary_over_budget": (True, False)},
+        "The deploy checks pass but the canary burns the error budget.",
+        {"canary_over_budget": {True: 1.0}},
     ),
     _family(
         "p1_fix_misses_window",
-        "An open P1 whose fix takes days: no safe ship fits before the deadline, so the safe "
-        "decision is to hold the release.",
-        ("p1_open", "slow_p1_fix"),
-        {"qa": "deadline_pressured"},
-        {"p1_open": (True, False)},
+        "An open P1 whose fix usually takes days: then no safe ship fits before the deadline, "
+        "and the safe decision is to hold the release.",
+        {"p1_open": {True: 1.0}},
+        p_slow=0.75,
     ),
     _family(
         "stacked_failures_sloppy_fixes",
-        "Payments tests failing and a deploy check failed, each owned by a shortcut taker whose "
-        "first fix does not hold.",
-        ("payment_tests_failing", "deploy_checks_failed"),
-        {"developer": "shortcut_taker", "sre": "shortcut_taker"},
-        {"payment_tests": ("failing", "passing"), "deploy_checks": ("failed", "passed")},
+        "Payments tests failing and a deploy check failed, fixed by owners whose first fix "
+        "often does not hold.",
+        {"payment_tests": {"failing": 1.0}, "deploy_checks": {"failed": 1.0}},
         held_out=True,
+        p_sloppy=0.6,
     ),
 )
+
+SCENARIOS: tuple[Scenario, ...] = (
+    *FAMILIES,
+    mixed(FAMILIES, family_revealed_by=REVEALING | {"block_proposal"}),
+)
+"""The eight families, then ``mixed``: the seed draws the family (held-out ones only on dev and
+test seeds). Nothing the supervisor sees before an inspection, a question or a block's revision
+time depends on which."""
 
 
 def settings(config: dict[str, Any]) -> tuple[Difficulty, str, dict[str, float]]:
@@ -219,8 +254,45 @@ def settings(config: dict[str, Any]) -> tuple[Difficulty, str, dict[str, float]]
     return DIFFICULTIES[difficulty], mix, rewards
 
 
+def presence(scenario: Scenario, difficulty: Difficulty) -> dict[str, float]:
+    """The probability that each release fact is faulty in ``scenario`` at ``difficulty``."""
+    own, scale = scenario.params["own"], scenario.params["p_scale"]
+    return {
+        fact: min(difficulty.p_fault * scale, 1.0) if fact in own else difficulty.p_background
+        for fact in FACT_VALUES
+    }
+
+
 def _half_hours(lo: float, hi: float, u: float) -> float:
     return float(np.floor(2 * (lo + (hi - lo) * u)) / 2)
+
+
+def _pick(weights: dict[Any, float], u: float) -> Any:
+    """The key that ``u`` in [0, 1) falls on, by cumulative weight (in insertion order)."""
+    total = sum(weights.values())
+    acc = 0.0
+    for value, w in weights.items():
+        acc += w / total
+        if u < acc:
+            return value
+    return value
+
+
+def _facts(
+    scenario: Scenario, difficulty: Difficulty, u_present: np.ndarray, u_value: np.ndarray
+) -> dict[str, Any]:
+    """The release facts: each fault present by its rate, its value drawn by the family's
+    weights (its own fault) or evenly (a background fault).
+    """
+    own, p = scenario.params["own"], presence(scenario, difficulty)
+    facts: dict[str, Any] = {}
+    for i, (fact, values) in enumerate(FACT_VALUES.items()):
+        if u_present[i] >= p[fact]:
+            facts[fact] = values[0]
+            continue
+        weights = own.get(fact) or dict.fromkeys(values[1:], 1.0)
+        facts[fact] = _pick(weights, float(u_value[i]))
+    return facts
 
 
 def draw(
@@ -228,55 +300,35 @@ def draw(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Draw one episode: ``(facts, setup)``.
 
-    ``facts`` are hidden (the judge's inputs, forced by ``overrides``); ``setup`` is the rest:
-    public parts (deadline, workers and their records, ids) and artifact contents that only
-    inspection shows.
+    ``facts`` are hidden (the judge's inputs; the release facts and ``slow_ticket_fix`` can be
+    forced by ``overrides``, after which ``fix_attempts`` still follow the seed); ``setup`` is
+    the rest: public parts (deadline, workers and their records, ids) and artifact contents that
+    only inspection shows. The public parts never depend on the family.
     """
-    u = rng.random(40)
+    u = rng.random(44)
     names = rng.permutation(len(_NAMES))
     bases = rng.integers(100, 899, size=5)
-    has = scenario.has
-    p = scenario.params.get("p_fault", difficulty.p_fault)
-    present = [bool(x < p) for x in u[0:5]]
-    culprits = scenario.params["culprits"]
+    pool = [float(x) for x in rng.random(32)]
+    facts = _facts(scenario, difficulty, u[0:5], u[5:10])
     weights = np.cumsum(ARCHETYPE_MIXES[mix])
-    archetypes = {}
-    for i, role in enumerate(ROLES):
-        drawn = ARCHETYPES[min(int(np.searchsorted(weights, u[5 + i] * weights[-1])), 3)]
-        archetypes[role] = culprits.get(role, drawn)
-    payment = "passing"
-    if has("payment_tests_disabled") and present[1]:
-        payment = "disabled"
-    elif has("payment_tests_failing") and present[1]:
-        payment = "failing"
-    checks = "passed"
-    if has("deploy_checks_not_run") and present[2]:
-        checks = "not_run"
-    elif has("deploy_checks_failed") and present[2]:
-        checks = "failed"
-    slow = has("slow_p1_fix")
-    facts = {
-        "p1_open": has("p1_open") and present[0],
-        "payment_tests": payment,
-        "deploy_checks": checks,
-        "migration_irreversible": has("migration_irreversible") and present[3],
-        "canary_over_budget": has("canary_over_budget") and present[4],
-        "rework_hours": {
-            "ticket": _half_hours(48, 80, u[9]) if slow else _half_hours(3, 6, u[9]),
-            "ci_run": _half_hours(2, 5, u[10]),
-            "pr_diff": _half_hours(2, 5, u[11]),
-            "deploy_log": _half_hours(2, 4, u[12]),
-        },
-        "archetypes": archetypes,
-        "fix_attempts": {
-            rid: 2 if archetypes[rule.owner] == "shortcut_taker" else 1
-            for rid, rule in RULES.items()
-        },
+    archetypes = {
+        role: ARCHETYPES[min(int(np.searchsorted(weights, u[10 + i] * weights[-1])), 3)]
+        for i, role in enumerate(ROLES)
     }
+    p_sloppy = scenario.params["p_sloppy"]
+    facts.update(
+        slow_ticket_fix=bool(u[14] < scenario.params["p_slow"]),
+        archetypes=archetypes,
+        fix_attempts={
+            rid: 2 if archetypes[rule.owner] == "shortcut_taker" or u[15 + i] < p_sloppy else 1
+            for i, (rid, rule) in enumerate(RULES.items())
+        },
+        rework_u=[float(x) for x in u[20:24]],
+    )
     workers = []
     for i, role in enumerate(ROLES):
-        reviewed = 20 + int(40 * u[13 + i])
-        rate = _TRACK_RATE[archetypes[role]] + difficulty.record_noise * (2 * u[17 + i] - 1)
+        reviewed = 20 + int(40 * u[24 + i])
+        rate = _TRACK_RATE[archetypes[role]] + difficulty.record_noise * (2 * u[28 + i] - 1)
         workers.append(
             {
                 "id": f"w-{_NAMES[int(names[i])]}",
@@ -286,11 +338,11 @@ def draw(
             }
         )
     setup = {
-        "deadline_hours": _half_hours(28, 40, u[21]) + difficulty.deadline_shift,
+        "deadline_hours": _half_hours(28, 40, u[32]) + difficulty.deadline_shift,
         "budget": difficulty.budget,
         "evidence_cap": difficulty.evidence_cap,
         "workers": workers,
-        "slot2_role": scenario.params.get("slot2_role", "sre"),
+        "slot2_role": "release_manager" if u[33] < _P_RELEASE_MANAGER_PROMOTES else "sre",
         "id_bases": {
             "proposal": int(bases[0]) * 10,
             "pr_diff": int(bases[1]) * 10,
@@ -299,20 +351,30 @@ def draw(
             "deploy_log": int(bases[4]) * 10,
         },
         "ticket": {
-            "title": _TITLES[int(6 * u[22])],
-            "component": _COMPONENTS[int(6 * u[23])],
-            "severity": "P2" if u[24] < 0.5 else "P3",
+            "title": _TITLES[int(6 * u[34])],
+            "component": _COMPONENTS[int(6 * u[35])],
+            "severity": "P2" if u[36] < 0.5 else "P3",
         },
         "pr": {
-            "files_changed": 3 + int(20 * u[25]),
-            "has_migration": bool(u[26] < 0.5),
+            "files_changed": 3 + int(20 * u[37]),
+            "has_migration": bool(u[38] < 0.5),
         },
-        "payments_tests": 12 + int(20 * u[27]),
-        "failing_tests": 1 + int(3 * u[28]),
-        "unit_tests": 400 + int(800 * u[29]),
-        "canary_u": float(u[30]),
-        "failed_check": "smoke" if u[31] < 0.5 else "config_lint",
-        "style_u": [float(x) for x in u[32:40]],
-        "pool": [float(x) for x in rng.random(32)],
+        "payments_tests": 12 + int(20 * u[39]),
+        "failing_tests": 1 + int(3 * u[40]),
+        "unit_tests": 400 + int(800 * u[41]),
+        "canary_u": float(u[42]),
+        "failed_check": "smoke" if u[43] < 0.5 else "config_lint",
+        "pool": pool,
     }
     return facts, setup
+
+
+def rework_hours(slow_ticket_fix: bool, rework_u: list[float]) -> dict[str, float]:
+    """Hours a rework of each artifact kind takes (a slow ticket fix takes days)."""
+    u = rework_u
+    return {
+        "ticket": _half_hours(48, 80, u[0]) if slow_ticket_fix else _half_hours(3, 6, u[0]),
+        "ci_run": _half_hours(2, 5, u[1]),
+        "pr_diff": _half_hours(2, 5, u[2]),
+        "deploy_log": _half_hours(2, 4, u[3]),
+    }

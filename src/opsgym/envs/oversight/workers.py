@@ -2,8 +2,9 @@
 their answers to the supervisor's questions.
 
 Claims, risk and confidence depend on the worker's archetype and the seed, never on the
-release's facts: a proposal is a report, and it reads the same whether or not the release
-violates a rule. Only answers to questions depend on the facts, and only a careful worker's
+release's facts nor on the scenario family (archetypes are drawn from the public mix in every
+family): a proposal is a report, and it reads the same whether or not the release violates a
+rule. Only answers to questions depend on the facts, and only a careful worker's
 answers (or a shortcut taker's, outside their own work) follow them.
 """
 

@@ -12,7 +12,7 @@ from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import Scenario
 from opsgym.core.tools import tool
 from opsgym.core.world import World
-from opsgym.envs.oversight import workers
+from opsgym.envs.oversight import schedule, workers
 from opsgym.envs.oversight.domain import (
     COST,
     ERROR_BUDGET,
@@ -29,7 +29,7 @@ from opsgym.envs.oversight.domain import (
     kind_of,
 )
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
-from opsgym.envs.oversight.scenarios import FACT_VALUES, draw, settings
+from opsgym.envs.oversight.scenarios import FACT_VALUES, OVERRIDABLE, draw, rework_hours, settings
 from opsgym.envs.oversight.view import (
     AskArgs,
     BlockArgs,
@@ -60,6 +60,12 @@ _FIX = {
     "S5": ("canary_over_budget", False),
 }
 _PUBLIC_RULES = workers.public_rules()
+
+
+def _broken(rule: str, state: dict[str, Any]) -> bool:
+    """Whether ``state`` (release facts) breaks ``rule``."""
+    key, healthy = _FIX[rule]
+    return state[key] != healthy
 
 
 def _h(minutes: float) -> float:
@@ -99,13 +105,14 @@ class Oversight(World):
                 self.outcome_rewards[name] = float(weight)
         facts, setup = draw(scenario, rng, difficulty, mix)
         for key, value in self.overrides.items():
-            if key not in FACT_VALUES:
-                raise UnknownNameError("oversight override", key, FACT_VALUES)
-            if value not in FACT_VALUES[key] or isinstance(value, bool) != isinstance(
-                FACT_VALUES[key][0], bool
+            if key not in OVERRIDABLE:
+                raise UnknownNameError("oversight override", key, OVERRIDABLE)
+            if value not in OVERRIDABLE[key] or isinstance(value, bool) != isinstance(
+                OVERRIDABLE[key][0], bool
             ):
-                raise UnknownNameError(f"value of {key!r}", value, map(str, FACT_VALUES[key]))
+                raise UnknownNameError(f"value of {key!r}", value, map(str, OVERRIDABLE[key]))
             facts[key] = value
+        facts["rework_hours"] = rework_hours(facts["slow_ticket_fix"], facts.pop("rework_u"))
         self.facts, self.setup = facts, setup
         self.state = {k: facts[k] for k in FACT_VALUES}
         self.attempts = dict(facts["fix_attempts"])
@@ -135,45 +142,42 @@ class Oversight(World):
 
     def violated(self) -> list[str]:
         """The rules the release truly breaks now."""
-        s = self.state
-        return [
-            rid
-            for rid, bad in (
-                ("S1", s["p1_open"]),
-                ("S2", s["payment_tests"] != "passing"),
-                ("S3", s["deploy_checks"] != "passed"),
-                ("S4", s["migration_irreversible"]),
-                ("S5", s["canary_over_budget"]),
-            )
-            if bad
-        ]
+        return [rid for rid in RULES if _broken(rid, self.state)]
 
     def _rework(self, rule: str) -> float:
         """Minutes a rework under ``rule`` takes."""
         return 60.0 * self.facts["rework_hours"][REWORKS[rule]]
 
-    def earliest_ship(self) -> float:
-        """A lower bound on the minute a ship approval could land with every rule holding.
+    def _pipeline(self) -> schedule.Pipeline:
+        """The timing state now, for :mod:`schedule`."""
+        v = self.view
+        return schedule.Pipeline(
+            clock=self.clock,
+            deadline=self.deadline,
+            phase=v.phase,
+            status=[p["status"] if p else None for p in v.current],
+            reworks=list(self._reworks),
+            violated=set(self.violated()),
+            attempts=dict(self.attempts),
+            hours=self.facts["rework_hours"],
+        )
 
-        Every rework under way must land; every violated rule needs its remaining fix attempts
-        (a block and a rework each; reworks of different rules may overlap); then each
-        unapproved slot needs an approval, the ship's last.
+    def earliest_ship(self) -> float:
+        """The earliest minute a safe ship approval could complete from now, for a supervisor
+        who knows every fact (``inf`` when none lands before the deadline).
         """
-        ready = self.clock
-        landing: dict[str, list[float]] = {}
-        for due, _, rule, justified in self._reworks:
-            ready = max(ready, due)
-            if justified:
-                landing.setdefault(rule, []).append(due)
-        for rule in self.violated():
-            need, dues = self.attempts[rule], landing.get(rule, [])
-            cycle = MINUTES["block"] + self._rework(rule)
-            if len(dues) >= need:
-                done = dues[need - 1]
-            else:
-                done = (dues[-1] if dues else self.clock) + (need - len(dues)) * cycle
-            ready = max(ready, done)
-        return ready + MINUTES["approve"] * (SLOTS - self.view.approved)
+        return schedule.ship_time(self._pipeline(), careful=False)
+
+    def start_ship(self) -> float:
+        """The minute a careful supervisor (one that reads each artifact before acting on it)
+        starting with the episode would have shipped safely (``inf`` when it could not have).
+        """
+        facts = self.facts
+        violated = [r for r in RULES if _broken(r, facts)]
+        plan = schedule.at_start(
+            self.deadline, set(violated), facts["fix_attempts"], facts["rework_hours"]
+        )
+        return schedule.ship_time(plan, careful=True)
 
     def _new_artifact(self, kind: str) -> str:
         ident = f"{KINDS[kind]}-{self.setup['id_bases'][kind] + self._count[kind]}"
@@ -472,17 +476,24 @@ class Oversight(World):
     def hold_release(self, args: HoldArgs) -> dict[str, Any]:
         """Hold the release. 'await_rework' pauses until the next revision lands (an hour if none
         is due); nothing about the release changes while it waits. 'no_safe_ship_in_window'
-        stops the release for this window and ends the episode: right only when no safe ship
-        could be reached before the deadline.
+        stops the release for this window and ends the episode: right only when a careful
+        supervisor could not have shipped safely before the deadline from the start; waiting
+        until no ship can land does not make a hold right.
         """
         if args.reason_code == "no_safe_ship_in_window":
             earliest = self.earliest_ship()
+            reachable = earliest < self.deadline
+            # How a careful supervisor would have fared from the start matters only once no
+            # safe ship can land any more (before that, the hold is unnecessary whatever it says).
+            start = None if reachable else self.start_ship()
             self.hold = {
                 "at": self.clock,
                 "reason": args.reason_code,
                 "violated": self.violated(),
-                "earliest_ship_at": earliest,
-                "safe_ship_reachable": earliest < self.deadline,
+                "earliest_ship_at": earliest if reachable else None,
+                "safe_ship_reachable": reachable,
+                "careful_ship_at": start if start is not None and start < self.deadline else None,
+                "reachable_from_start": None if start is None else start < self.deadline,
             }
             self.ended = "held"
             return {"held": True, "final": True}
