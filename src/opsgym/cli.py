@@ -1,4 +1,6 @@
-"""The ``opsgym`` command line: list environments, run an episode, replay a record, audit."""
+"""The ``opsgym`` command line: list environments, run an episode, replay a record, evaluate,
+audit.
+"""
 
 from __future__ import annotations
 
@@ -179,6 +181,15 @@ def audit(
         console.print(f"report written to {json_out}")
     if failed:
         raise typer.Exit(1)
+
+
+def _register_eval() -> None:
+    from opsgym.evaluation.cli import eval_command
+
+    app.command("eval")(eval_command)
+
+
+_register_eval()
 
 
 if __name__ == "__main__":

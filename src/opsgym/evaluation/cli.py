@@ -17,7 +17,7 @@ console = Console()
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -54,7 +54,9 @@ def eval_command(
     """Evaluate policies on a world: every outcome with its interval, stored and replayable."""
     from opsgym.evaluation.harness import evaluate
     from opsgym.evaluation.report import table
+    from opsgym.evaluation.runner import EvalConfig, check
     from opsgym.evaluation.verify import verify as run_verify
+    from opsgym.store import open_store
 
     try:
         if list_:
@@ -66,6 +68,13 @@ def eval_command(
             raise typer.Exit(result.exit_code)
         if env is None:
             _fail("--env is required (see `opsgym list`).")
+        # Bad input fails here, in one line, before a progress bar or a store is opened.
+        check(
+            EvalConfig(
+                env, tuple(policy or ()), tuple(scenario or ["mixed"]), split, episodes, trials
+            )
+        )
+        open_store(db).close()
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),

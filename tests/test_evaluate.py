@@ -1,0 +1,249 @@
+"""`opsgym eval` and `opsgym.evaluate`: stored, resumable, verifiable, the same however run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import opsgym
+from opsgym.cli import app
+from opsgym.evaluation import evaluate
+from opsgym.evaluation.verify import EXIT_EVENT, EXIT_HEADER, EXIT_MATCH, EXIT_VERDICT
+from opsgym.store import open_store
+
+runner = CliRunner()
+
+
+def _small(db, **kw):
+    args = dict(episodes=6, db=db, name="small")
+    args.update(kw)
+    return evaluate("release", ["oracle", "random"], **args)
+
+
+def test_an_evaluation_stores_every_episode_and_summarises_each_outcome(tmp_path):
+    db = tmp_path / "e.sqlite"
+    result = _small(db, trials=2)
+    assert result.played == result.stored == 6 + 12  # oracle is deterministic: one trial
+    by_policy = {e["policy"]: e for e in result.summary}
+    oracle, rand = by_policy["oracle"], by_policy["random"]
+    assert oracle["deterministic"] and not rand["deterministic"]
+    assert oracle["pass_hat_k"]["2"] == oracle["pass_hat_k"]["1"]
+    for entry in result.summary:
+        rates = entry["outcomes"]
+        assert set(opsgym.specs()["release"].outcome_rewards) <= set(rates)
+        assert sum(r["value"] for r in rates.values()) == pytest.approx(1.0)
+        for r in rates.values():
+            assert r["low"] <= r["value"] <= r["high"]
+    with open_store(db) as store:
+        rows = store.episodes(evaluation="small", limit=None)
+        assert {r["family"] for r in rows} - {
+            s.name for s in opsgym.specs()["release"].families()
+        } == set()
+        assert store.evaluation("small")["status"] == "done"
+
+
+def test_a_rerun_with_the_same_name_plays_nothing_and_gives_the_same_summary(tmp_path):
+    db = tmp_path / "e.sqlite"
+    first = _small(db)
+    again = _small(db)
+    assert again.played == 0 and again.stored == first.stored
+    assert again.summary == first.summary
+
+
+def test_workers_and_one_process_give_identical_results(tmp_path):
+    one = _small(tmp_path / "a.sqlite")
+    two = _small(tmp_path / "b.sqlite", workers=2)
+    assert json.dumps(one.summary, sort_keys=True) == json.dumps(two.summary, sort_keys=True)
+
+
+@pytest.mark.slow
+def test_ray_tasks_give_identical_results(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    import ray
+
+    one = _small(tmp_path / "a.sqlite")
+    try:
+        on_ray = _small(tmp_path / "b.sqlite", ray="local")
+    finally:
+        ray.shutdown()
+    assert json.dumps(one.summary, sort_keys=True) == json.dumps(on_ray.summary, sort_keys=True)
+
+
+def test_outputs_are_written(tmp_path):
+    out = tmp_path / "out"
+    _small(tmp_path / "e.sqlite", out=out)
+    results = json.loads((out / "results.json").read_text())
+    assert results["name"] == "small" and len(results["summary"]) == 2
+    lines = (out / "episodes.csv").read_text().splitlines()
+    assert len(lines) == 1 + 12 and lines[0].startswith("policy,scenario,family,seed")
+    report = (out / "report.md").read_text()
+    assert "pass^1" in report and "Wilson" in report and "τ-bench" in report
+    for chart in ("outcomes.png", "components.png"):
+        if (out / chart).exists():
+            assert (out / chart).read_bytes()[:4] == b"\x89PNG"
+
+
+# -- verify ------------------------------------------------------------------------------
+
+
+def _verify(db) -> tuple[int, str]:
+    result = runner.invoke(app, ["eval", "--verify", "small", "--db", str(db)])
+    return result.exit_code, result.output
+
+
+def test_verify_matches_every_stored_episode(tmp_path):
+    db = tmp_path / "e.sqlite"
+    _small(db)
+    code, out = _verify(db)
+    assert code == EXIT_MATCH and "12/12 match" in out
+
+
+def _tamper(db: Path, sql: str) -> None:
+    with sqlite3.connect(db) as conn:
+        assert conn.execute(sql).rowcount >= 1
+
+
+@pytest.mark.parametrize(
+    "sql,code,field",
+    [
+        (
+            "UPDATE events SET report = '{\"forged\": true}' "
+            "WHERE episode_id = (SELECT MIN(id) FROM episodes) AND step = 1",
+            EXIT_EVENT,
+            "report",
+        ),
+        (
+            "UPDATE episodes SET seed = seed + 100000 WHERE id = (SELECT MIN(id) FROM episodes)",
+            EXIT_HEADER,
+            "header",
+        ),
+        (
+            "UPDATE episodes SET outcome = 'deployed_verified' WHERE outcome != "
+            "'deployed_verified' AND id = (SELECT MIN(id) FROM episodes "
+            "WHERE outcome != 'deployed_verified')",
+            EXIT_VERDICT,
+            "verdict",
+        ),
+        (
+            'UPDATE episodes SET "return" = "return" + 1 WHERE id = (SELECT MIN(id) FROM episodes)',
+            EXIT_VERDICT,
+            "return",
+        ),
+    ],
+)
+def test_verify_finds_and_names_each_kind_of_tampering(tmp_path, sql, code, field):
+    db = tmp_path / "e.sqlite"
+    _small(db)
+    _tamper(db, sql)
+    got, out = _verify(db)
+    assert got == code, out
+    assert "11/12 match" in out and repr(field) in out
+
+
+# -- a crash mid-evaluation ---------------------------------------------------------------
+
+
+def test_a_killed_evaluation_leaves_no_half_episode_and_resumes_without_duplicates(tmp_path):
+    db = tmp_path / "e.sqlite"
+    cmd = [
+        sys.executable,
+        "-m",
+        "opsgym.cli",
+        "eval",
+        "--env",
+        "fleet",
+        "--policy",
+        "oracle",
+        "--policy",
+        "random",
+        "--episodes",
+        "40",
+        "--db",
+        str(db),
+        "--name",
+        "killed",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    stored = 0
+    while time.monotonic() < deadline and stored < 5:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=1) as conn:
+                    stored = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            except sqlite3.OperationalError:
+                continue
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert 5 <= stored
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT e.id, e.steps, COUNT(v.id) FROM episodes e LEFT JOIN events v "
+            "ON v.episode_id = e.id GROUP BY e.id"
+        ).fetchall()
+        assert rows and all(steps == n for _, steps, n in rows)
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM events WHERE episode_id NOT IN (SELECT id FROM episodes)"
+        ).fetchone()[0]
+        assert orphans == 0
+        before = len(rows)
+    assert before < 80
+    result = evaluate("fleet", ["oracle", "random"], episodes=40, db=db, name="killed")
+    assert result.played == 80 - before and result.stored == 80
+    with sqlite3.connect(db) as conn:
+        keys = conn.execute("SELECT policy, seed, trial FROM episodes").fetchall()
+    assert len(keys) == len(set(keys)) == 80
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--env", "relase", "--policy", "oracle"], "Unknown environment 'relase'"),
+        (["--env", "release", "--policy", "orcle"], "'oracle'"),
+        (
+            ["--env", "release", "--policy", "oracle", "--scenario", "nope"],
+            "scenario of 'release' 'nope'",
+        ),
+        (["--env", "release", "--policy", "oracle", "--split", "val"], "Unknown split 'val'"),
+        (["--env", "release", "--policy", "oracle", "--episodes", "0"], "episodes must be"),
+        (
+            ["--env", "release", "--policy", "oracle", "--db", "postgresql://127.0.0.1:1/x"],
+            "127.0.0.1:1",
+        ),
+        (["--env", "release"], "No policy"),
+    ],
+)
+def test_bad_input_is_a_one_line_error_naming_what_was_wrong(args, needle, tmp_path):
+    if "--db" not in args:
+        args = [*args, "--db", str(tmp_path / "e.sqlite")]
+    result = runner.invoke(app, ["eval", *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_dense_reward_timing_and_overrides_are_refused():
+    with pytest.raises(opsgym.OpsgymError, match="reward_timing"):
+        evaluate(
+            "release", ["oracle"], config={"reward_timing": "dense"}, episodes=1, db=":memory:"
+        )
+
+
+def test_list_shows_stored_evaluations(tmp_path):
+    db = tmp_path / "e.sqlite"
+    _small(db)
+    result = runner.invoke(app, ["eval", "--list", "--db", str(db)])
+    assert result.exit_code == 0 and "small" in result.output and "done" in result.output
