@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opsgym.evaluation.runner import EvalConfig, Task, check, execute, tasks
+from opsgym.evaluation.runner import EvalConfig, Writer, check, entry, execute, tasks
 from opsgym.evaluation.summary import summarise
 from opsgym.registry import spec
 
@@ -111,20 +111,16 @@ def evaluate(
         done = store.done_keys(name)
         todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]
         played = 0
+        writer = Writer(store)
         try:
-            stream = execute(cfg, todo, workers=workers, ray=ray)
+            stream = execute(cfg, todo, workers=workers, ray=ray, store=store.url, name=name)
             for item in progress(stream, len(todo)) if progress else stream:
-                task: Task = item["task"]
-                store.add_episode(
-                    item["record"],
-                    policy=task.policy,
-                    split=cfg.split,
-                    trial=task.trial,
-                    evaluation=name,
-                    extras={"family": item["family"], "lies": item["lies"]},
-                )
+                if "record" in item:
+                    writer.add(entry(cfg, item, name))
                 played += 1
+            writer.flush()
         except BaseException:
+            writer.flush()
             store.finish_evaluation(name, "interrupted", None)
             raise
         rows = store.episodes(evaluation=name, limit=None)

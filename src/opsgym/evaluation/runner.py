@@ -14,7 +14,8 @@ hidden), refuse ``reward_timing="dense"`` (it pays hidden facts through the rewa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from opsgym.core.scenarios import check_split, seeds
 from opsgym.registry import spec
 
 DEFAULT_SCENARIO = "mixed"
+CHUNK = 16
+"""Episodes a worker plays and then writes in one transaction."""
 
 
 class EvaluationError(OpsgymError, ValueError):
@@ -124,7 +127,7 @@ def trial_seed(seed: int, trial: int) -> int:
 
 
 def play_task(cfg: EvalConfig, task: Task) -> dict[str, Any]:
-    """Play one episode of the evaluation; return what the store keeps of it."""
+    """Play one episode of the evaluation; return its record and what the store keeps of it."""
     from opsgym.agents import get_policy, play
     from opsgym.registry import make
 
@@ -142,12 +145,94 @@ def play_task(cfg: EvalConfig, task: Task) -> dict[str, Any]:
     }
 
 
+def play_chunk(cfg: EvalConfig, chunk: Sequence[Task], store: str, name: str) -> list[Task]:
+    """Play ``chunk`` in a worker and write it to ``store`` (a URL) in one transaction."""
+    writer = Writer(_worker_store(store), size=len(chunk) + 1, seconds=float("inf"))
+    for task in chunk:
+        writer.add(entry(cfg, play_task(cfg, task), name))
+    writer.flush()
+    return list(chunk)
+
+
+def entry(cfg: EvalConfig, item: dict[str, Any], name: str) -> dict[str, Any]:
+    """What the store's ``add_episodes`` takes for one played episode of evaluation ``name``."""
+    task: Task = item["task"]
+    return {
+        "record": item["record"],
+        "policy": task.policy,
+        "split": cfg.split,
+        "trial": task.trial,
+        "evaluation": name,
+        "extras": {
+            "family": item["family"],
+            "lies": item["lies"],
+            "downtime_cost": downtime_cost(item["record"]),
+        },
+    }
+
+
+class Writer:
+    """Writes finished episodes in small groups: one transaction per group, all or nothing.
+
+    A commit costs about as much as playing a short episode, so episodes are grouped: a group
+    is written once it holds ``size`` episodes or its first episode has waited ``seconds``,
+    and always on :meth:`flush` (at the end, and when the evaluation is interrupted). A process
+    killed outright loses at most the last ``seconds`` of finished episodes, never a part of
+    one; a resumed evaluation plays them again, with the same results.
+    """
+
+    def __init__(self, store: Any, size: int = 32, seconds: float = 0.5):
+        self.store, self.size, self.seconds = store, size, seconds
+        self._buffer: list[dict[str, Any]] = []
+        self._since = 0.0
+
+    def add(self, entry: dict[str, Any]) -> None:
+        """Buffer one episode; write the group if it is full or old enough."""
+        if not self._buffer:
+            self._since = time.monotonic()
+        self._buffer.append(entry)
+        if len(self._buffer) >= self.size or time.monotonic() - self._since >= self.seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is buffered."""
+        if self._buffer:
+            buffer, self._buffer = self._buffer, []
+            self.store.add_episodes(buffer)
+
+
+def downtime_cost(record: dict[str, Any]) -> float | None:
+    """The money the episode's downtime cost, where the world prices it (``downtime_cost_usd``
+    in the final truth).
+    """
+    events = record["events"]
+    cost = events[-1]["truth"].get("downtime_cost_usd") if events else None
+    return float(cost) if isinstance(cost, int | float) else None
+
+
+_STORES: dict[str, Any] = {}
+
+
+def _worker_store(url: str) -> Any:
+    """This worker process's connection to the store at ``url`` (opened once)."""
+    from opsgym.store import open_store
+
+    if url not in _STORES:
+        _STORES[url] = open_store(url)
+    return _STORES[url]
+
+
 def lies_of(episode: Any) -> dict[str, Any]:
     """The episode's lies told, trusted and reconciled (see :mod:`opsgym.core.lies`)."""
     return episode.world.lies.summary()
 
 
 # -- executors ------------------------------------------------------------------------------
+#
+# Local workers play; the main process writes what they return, in groups (a SQLite file takes
+# one writer at a time, and its busy handler sleeps in growing steps when writers queue). Ray
+# tasks, which may run on other machines, play a chunk of episodes and write it to the store
+# themselves, in one transaction: a task killed mid-chunk writes none of it.
 
 
 def _local(cfg: EvalConfig, todo: Sequence[Task]) -> Iterator[dict[str, Any]]:
@@ -155,13 +240,20 @@ def _local(cfg: EvalConfig, todo: Sequence[Task]) -> Iterator[dict[str, Any]]:
         yield play_task(cfg, task)
 
 
+def _chunks(todo: Sequence[Task], workers: int) -> list[list[Task]]:
+    size = max(1, min(CHUNK, len(todo) // (workers * 4) or 1))
+    return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
+
+
 def _processes(cfg: EvalConfig, todo: Sequence[Task], workers: int) -> Iterator[dict[str, Any]]:
-    chunk = max(1, min(16, len(todo) // (workers * 4) or 1))
+    chunk = max(1, min(CHUNK, len(todo) // (workers * 4) or 1))
     with ProcessPoolExecutor(max_workers=workers) as pool:
         yield from pool.map(play_task, [cfg] * len(todo), todo, chunksize=chunk)
 
 
-def _ray(cfg: EvalConfig, todo: Sequence[Task], address: str) -> Iterator[dict[str, Any]]:
+def _ray(
+    cfg: EvalConfig, todo: Sequence[Task], address: str, store: str, name: str
+) -> Iterator[dict[str, Any]]:
     try:
         import ray
     except ImportError as exc:
@@ -171,22 +263,30 @@ def _ray(cfg: EvalConfig, todo: Sequence[Task], address: str) -> Iterator[dict[s
             ray.init(include_dashboard=False, log_to_driver=False, num_cpus=os.cpu_count())
         else:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(play_task)
-    pending = [remote.remote(cfg, t) for t in todo]
+    remote = ray.remote(play_chunk)
+    pending = [remote.remote(cfg, c, store, name) for c in _chunks(todo, 2)]
     while pending:
-        done, pending = ray.wait(pending, num_returns=min(len(pending), 32))
-        yield from ray.get(done)
+        done, pending = ray.wait(pending)
+        for finished in ray.get(done):
+            yield from ({"task": t} for t in finished)
 
 
 def execute(
-    cfg: EvalConfig, todo: Sequence[Task], *, workers: int = 1, ray: str | None = None
+    cfg: EvalConfig,
+    todo: Sequence[Task],
+    *,
+    workers: int = 1,
+    ray: str | None = None,
+    store: str | None = None,
+    name: str = "",
 ) -> Iterator[dict[str, Any]]:
-    """Play ``todo``, yielding each finished episode (in any order)."""
+    """Play ``todo``, yielding each finished episode (in any order).
+
+    In one process or local workers the records come back to be written by the caller; Ray
+    tasks write to ``store`` (a URL) themselves and yield only their tasks.
+    """
     if ray:
-        return _ray(cfg, todo, ray)
+        return _ray(cfg, todo, ray, store, name)
     if workers > 1 and len(todo) > 1:
         return _processes(cfg, todo, workers)
     return _local(cfg, todo)
-
-
-Progress = Callable[[Iterable[dict[str, Any]], int], Iterable[dict[str, Any]]]

@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
 import platformdirs
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 
@@ -37,7 +38,18 @@ CONNECT_TIMEOUT_S = 5
 WRITE = "opsgym_write"
 """Execution option marking a connection that will write (``BEGIN IMMEDIATE`` on SQLite)."""
 
-_dumps = partial(json.dumps, separators=(",", ":"), allow_nan=False)
+_json_dumps = partial(json.dumps, separators=(",", ":"), allow_nan=False)
+
+
+def _dumps(value: Any) -> str:
+    """JSON text of a column value: orjson (several times faster; floats written shortest and
+    exact, as ``json`` writes them), and ``json`` for what orjson refuses (integers beyond 64
+    bits). NaN and infinities are refused by both; records never hold them.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _json_dumps(value)
 
 
 def default_path() -> Path:
