@@ -41,7 +41,7 @@ WRITE = "opsgym_write"
 _json_dumps = partial(json.dumps, separators=(",", ":"), allow_nan=False)
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
     """JSON text of a column value: orjson (several times faster; floats written shortest and
     exact, as ``json`` writes them), and ``json`` for what orjson refuses (integers beyond 64
     bits). NaN and infinities are refused by both; records never hold them.
@@ -90,14 +90,14 @@ def make_engine(url: URL) -> Engine:
     backend = url.get_backend_name()
     if backend == "sqlite":
         engine = create_engine(
-            url, json_serializer=_dumps, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}
+            url, json_serializer=dumps, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}
         )
         _configure_sqlite(engine)
         return engine
     connect_args = {}
     if backend == "postgresql" and "connect_timeout" not in url.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
-    return create_engine(url, json_serializer=_dumps, connect_args=connect_args, pool_pre_ping=True)
+    return create_engine(url, json_serializer=dumps, connect_args=connect_args, pool_pre_ping=True)
 
 
 def _configure_sqlite(engine: Engine) -> None:

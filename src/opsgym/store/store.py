@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import URL, Connection, Engine, func, insert, select
+from sqlalchemy import JSON, URL, Connection, Engine, func, insert, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from opsgym.store import migrate, records
-from opsgym.store.engine import WRITE, make_engine, mask, resolve
+from opsgym.store.engine import WRITE, dumps, make_engine, mask, resolve
 from opsgym.store.errors import DuplicateEpisodeError, NotFoundError, StoreError, one_line
 from opsgym.store.models import (
     STATUSES,
@@ -523,9 +523,28 @@ class Store:
             return [training_run_row(m) for m in models]
 
 
+_EVENT_COLUMNS = [c.name for c in EventModel.__table__.columns]
+_EVENT_JSON = frozenset(c.name for c in EventModel.__table__.columns if isinstance(c.type, JSON))
+_SQLITE_EVENTS = (
+    f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _EVENT_COLUMNS)})"
+)
+
+
 def _insert_events(connection: Connection, episode_id: int, events: list[dict[str, Any]]) -> None:
-    if events:
-        connection.execute(insert(EventModel), records.event_rows(episode_id, events))
+    if not events:
+        return
+    rows = records.event_rows(episode_id, events)
+    if connection.dialect.name != "sqlite":
+        connection.execute(insert(EventModel), rows)
+        return
+    # Events are most of what an evaluation writes. On SQLite, whose JSON columns are text,
+    # the rows go to the driver as they are, the JSON written once by the store's serializer:
+    # a third of the cost of SQLAlchemy's per-value bind processing, and the same bytes.
+    connection.exec_driver_sql(
+        _SQLITE_EVENTS,
+        [tuple(dumps(r[c]) if c in _EVENT_JSON else r[c] for c in _EVENT_COLUMNS) for r in rows],
+    )
 
 
 def _raced(start: Callable[[], T]) -> T:
