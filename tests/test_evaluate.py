@@ -247,3 +247,39 @@ def test_list_shows_stored_evaluations(tmp_path):
     _small(db)
     result = runner.invoke(app, ["eval", "--list", "--db", str(db)])
     assert result.exit_code == 0 and "small" in result.output and "done" in result.output
+
+
+# -- a golden evaluation -----------------------------------------------------------------
+
+GOLDEN = Path(__file__).parent / "golden" / "eval_release_small.json"
+
+
+def _golden_summary(db) -> list[dict]:
+    result = evaluate(
+        "release", ["oracle", "naive", "random"], episodes=12, trials=2, db=db, name="golden"
+    )
+    return json.loads(json.dumps(result.summary))
+
+
+def _close(a, b, path="summary"):
+    if isinstance(a, dict):
+        assert set(a) == set(b), f"{path}: keys {sorted(set(a) ^ set(b))}"
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), f"{path}: {a} != {b}"
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def test_a_small_fixed_evaluation_matches_its_golden_file(tmp_path):
+    """Regenerate after an intended change of the release world with
+    ``OPSGYM_UPDATE_GOLDEN=1 pytest tests/test_evaluate.py -k golden`` and review the diff."""
+    summary = _golden_summary(tmp_path / "g.sqlite")
+    if os.environ.get("OPSGYM_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    _close(summary, json.loads(GOLDEN.read_text()))

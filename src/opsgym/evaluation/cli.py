@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,8 @@ from rich.table import Table
 
 from opsgym.core.errors import OpsgymError
 
-console = Console()
+# Outside a terminal (CI, a pipe) Rich would wrap tables at 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _fail(message: str) -> None:
@@ -53,7 +55,7 @@ def eval_command(
 ) -> None:
     """Evaluate policies on a world: every outcome with its interval, stored and replayable."""
     from opsgym.evaluation.harness import evaluate
-    from opsgym.evaluation.report import table
+    from opsgym.evaluation.report import costs_table, lies_table, table
     from opsgym.evaluation.runner import EvalConfig, check
     from opsgym.evaluation.verify import verify as run_verify
     from opsgym.store import open_store
@@ -107,6 +109,10 @@ def eval_command(
     except OpsgymError as exc:
         _fail(str(exc).splitlines()[0])
     console.print(table(result))
+    console.print(costs_table(result))
+    lies = lies_table(result)
+    if lies is not None:
+        console.print(lies)
     console.print(
         f"{result.played} episodes played, {result.stored} stored as [bold]{result.name}[/]"
         + (f"; outputs in {out}" if out else "")

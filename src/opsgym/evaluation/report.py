@@ -45,38 +45,64 @@ def outcome_names(summary: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
+def lies_table(result: EvaluationResult) -> Table | None:
+    """Lies per policy and kind: told, trusted, reconciled (``None`` when none was told)."""
+    rows = [
+        (e["policy"], e["scenario"], kind, c)
+        for e in result.summary
+        for kind, c in ((e["lies"] or {}).get("by_kind") or {}).items()
+    ]
+    if not rows:
+        return None
+    t = Table("policy", "scenario", "lie", "told", "trusted", "reconciled", title="Lies")
+    for policy, scenario, kind, c in rows:
+        t.add_row(policy, scenario, kind, str(c["told"]), str(c["trusted"]), str(c["reconciled"]))
+    return t
+
+
 def table(result: EvaluationResult) -> Table:
-    """The final table: one row per policy x scenario, one column per outcome."""
+    """Outcomes: one row per policy x scenario, one column per outcome (rate, 95% Wilson)."""
     names = outcome_names(result.summary)
     k = str(result.config.trials)
-    t = Table(title=f"{result.name}  ({result.config.env}, split {result.config.split})")
-    for col in [
-        "policy",
-        "scenario",
-        "n",
-        *names,
-        f"pass^{k}",
-        "return [95% CI]",
-        "steps",
-        "tokens",
-        "downtime $",
-        "lies told/trusted",
-    ]:
+    t = Table(title=f"{result.name}: outcomes (95% Wilson intervals)")
+    for col in ["policy", "scenario", "n", *names, f"pass^{k}"]:
         t.add_column(col, justify="left" if col in ("policy", "scenario") else "right")
     for e in result.summary:
-        ret = e["return"]
-        lies = e["lies"]
         t.add_row(
             e["policy"],
             e["scenario"],
             str(e["n"]),
             *(_pct(e["outcomes"][o]) if o in e["outcomes"] else "–" for o in names),
             _num(e["pass_hat_k"][k], "{:.3f}"),
+        )
+    return t
+
+
+def costs_table(result: EvaluationResult) -> Table:
+    """Returns and costs: mean return (bootstrap interval), steps, tokens, downtime, lies."""
+    t = Table(title="returns and costs (means per episode)")
+    for col in [
+        "policy",
+        "scenario",
+        "return [95% CI]",
+        "steps",
+        "tokens",
+        "downtime $",
+        "lies told",
+        "trusted",
+    ]:
+        t.add_column(col, justify="left" if col in ("policy", "scenario") else "right")
+    for e in result.summary:
+        ret, lies = e["return"], e["lies"]
+        t.add_row(
+            e["policy"],
+            e["scenario"],
             f"{ret['value']:+.2f} [{ret['low']:+.2f}, {ret['high']:+.2f}]",
             _num(e["steps"], "{:.1f}"),
             _num(e["tokens"], "{:.0f}"),
             _num(e["downtime_cost"], "{:,.0f}"),
-            "–" if lies is None else f"{lies['told']:.2f}/{lies['trusted']:.2f}",
+            "–" if lies is None else f"{lies['told']:.2f}",
+            "–" if lies is None else f"{lies['trusted']:.2f}",
         )
     return t
 
@@ -154,16 +180,22 @@ def _markdown(result: EvaluationResult, charts: list[str]) -> str:
             + " |"
         )
     if any(e["lies"] for e in result.summary):
-        lines += ["", "## Lies told and trusted (mean per episode)", ""]
-        lines.append("| policy | scenario | told | trusted | reconciled | trusted share |")
-        lines.append("|---|---|---:|---:|---:|---:|")
+        lines += [
+            "",
+            "## Lies told and trusted",
+            "",
+            "A lie is a report that contradicted the truth; trusted: the agent acted on it "
+            "before a call that could reconcile it (each world's manual states its rule).",
+            "",
+            "| policy | scenario | kind | told | trusted | reconciled | trusted share |",
+            "|---|---|---|---:|---:|---:|---:|",
+        ]
         for e in result.summary:
-            if e["lies"]:
-                li = e["lies"]
+            for kind, c in (e["lies"] or {}).get("by_kind", {}).items():
+                share = f"{c['trusted'] / c['told']:.0%}" if c["told"] else "–"
                 lines.append(
-                    f"| {e['policy']} | {e['scenario']} | {li['told']:.2f} | "
-                    f"{li['trusted']:.2f} | {li['reconciled']:.2f} | "
-                    f"{_pct(li['trusted_share'])} |"
+                    f"| {e['policy']} | {e['scenario']} | {kind} | {c['told']} | "
+                    f"{c['trusted']} | {c['reconciled']} | {share} |"
                 )
     lines += ["", *(f"![{c}]({c})" for c in charts), ""]
     return "\n".join(lines)
@@ -226,4 +258,25 @@ def _charts(result: EvaluationResult, out: Path) -> list[str]:
     fig.savefig(out / "components.png", dpi=100)
     plt.close(fig)
     written.append("components.png")
+    kinds = sorted({k for e in result.summary for k in ((e["lies"] or {}).get("by_kind") or {})})
+    if kinds:
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(labels) * max(1, len(kinds)) / 2), 4))
+        width = 0.8 / len(kinds)
+        for j, kind in enumerate(kinds):
+            xs, ys = [], []
+            for i, e in enumerate(result.summary):
+                c = ((e["lies"] or {}).get("by_kind") or {}).get(kind)
+                if c and c["told"]:
+                    xs.append(i + j * width)
+                    ys.append(c["trusted"] / c["told"])
+            ax.bar(xs, ys, width, label=kind)
+        ax.set_xticks([i + width * (len(kinds) - 1) / 2 for i in range(len(labels))], labels)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("share of lies trusted")
+        ax.legend(fontsize=7)
+        ax.set_title(f"Lies trusted, by kind: {result.config.env}")
+        fig.tight_layout()
+        fig.savefig(out / "lies.png", dpi=100)
+        plt.close(fig)
+        written.append("lies.png")
     return written

@@ -80,11 +80,13 @@ def _lies(group: list[Mapping[str, Any]]) -> dict[str, Any] | None:
     marked = [r["lies"] for r in group if r.get("lies") is not None]
     if not marked:
         return None
-    by_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"told": 0, "trusted": 0})
+    by_kind: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"told": 0, "trusted": 0, "reconciled": 0}
+    )
     for lies in marked:
         for kind, c in lies.get("by_kind", {}).items():
-            by_kind[kind]["told"] += c.get("told", 0)
-            by_kind[kind]["trusted"] += c.get("trusted", 0)
+            for key in ("told", "trusted", "reconciled"):
+                by_kind[kind][key] += c.get(key, 0)
     told = sum(m["told"] for m in marked)
     trusted = sum(m["trusted"] for m in marked)
     return {
