@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from opsgym.evaluation.metrics import rate
+
 if TYPE_CHECKING:
     from opsgym.evaluation.harness import EvaluationResult
 
@@ -209,74 +211,69 @@ def _charts(result: EvaluationResult, out: Path) -> list[str]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
+    summary, env = result.summary, result.config.env
+    labels = [f"{e['policy']}\n{e['scenario']}" for e in summary]
     written = []
-    names = outcome_names(result.summary)
-    labels = [f"{e['policy']}\n{e['scenario']}" for e in result.summary]
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(labels) * max(1, len(names)) / 2), 4))
-    width = 0.8 / max(1, len(names))
-    for j, o in enumerate(names):
-        xs, ys, lo, hi = [], [], [], []
-        for i, e in enumerate(result.summary):
-            est = e["outcomes"].get(o)
-            if est is None or est["value"] is None:
-                continue
-            xs.append(i + j * width)
-            ys.append(est["value"])
-            lo.append(est["value"] - est["low"])
-            hi.append(est["high"] - est["value"])
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=o)
-    ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(labels))], labels)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("rate (95% Wilson interval)")
-    ax.legend(fontsize=7)
-    ax.set_title(f"Outcomes: {result.config.env}")
-    fig.tight_layout()
-    fig.savefig(out / "outcomes.png", dpi=100)
-    plt.close(fig)
-    written.append("outcomes.png")
-    comps = sorted({c for e in result.summary for c in e["components"]})
+
+    def save(fig: Any, ax: Any, name: str, title: str, ylabel: str) -> None:
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+        ax.set_title(f"{title}: {env}")
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        written.append(name)
+
+    def grouped(series: dict[str, list[tuple[float, float, float] | None]]) -> tuple[Any, Any]:
+        """Bars per policy x scenario, one per series; each value ``(rate, low, high)``."""
+        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels) * max(1, len(series))), 4))
+        width = 0.8 / max(1, len(series))
+        for j, (name, values) in enumerate(series.items()):
+            kept = [(i, v) for i, v in enumerate(values) if v is not None]
+            ax.bar(
+                [i + j * width for i, _ in kept],
+                [v[0] for _, v in kept],
+                width,
+                yerr=[[v[0] - v[1] for _, v in kept], [v[2] - v[0] for _, v in kept]],
+                capsize=2,
+                label=name,
+            )
+        ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(labels))], labels)
+        ax.set_ylim(0, 1)
+        return fig, ax
+
+    def interval(est: dict[str, Any] | None) -> tuple[float, float, float] | None:
+        return None if not est or est["value"] is None else (est["value"], est["low"], est["high"])
+
+    outcomes = {
+        o: [interval(e["outcomes"].get(o)) for e in summary] for o in outcome_names(summary)
+    }
+    save(*grouped(outcomes), "outcomes.png", "Outcomes", "rate (95% Wilson interval)")
+
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4))
-    bottom_pos = [0.0] * len(labels)
-    bottom_neg = [0.0] * len(labels)
-    for c in comps:
-        vals = [e["components"].get(c, 0.0) for e in result.summary]
-        base = [
-            bp if v >= 0 else bn for v, bp, bn in zip(vals, bottom_pos, bottom_neg, strict=True)
-        ]
+    above, below = [0.0] * len(labels), [0.0] * len(labels)
+    for c in sorted({c for e in summary for c in e["components"]}):
+        vals = [e["components"].get(c, 0.0) for e in summary]
+        base = [a if v >= 0 else b for v, a, b in zip(vals, above, below, strict=True)]
         ax.bar(range(len(labels)), vals, 0.6, bottom=base, label=c)
         for i, v in enumerate(vals):
-            if v >= 0:
-                bottom_pos[i] += v
-            else:
-                bottom_neg[i] += v
+            (above if v >= 0 else below)[i] += v
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks(range(len(labels)), labels)
-    ax.set_ylabel("mean reward per episode")
-    ax.legend(fontsize=7)
-    ax.set_title(f"Reward by component: {result.config.env}")
-    fig.tight_layout()
-    fig.savefig(out / "components.png", dpi=100)
-    plt.close(fig)
-    written.append("components.png")
-    kinds = sorted({k for e in result.summary for k in ((e["lies"] or {}).get("by_kind") or {})})
+    save(fig, ax, "components.png", "Reward by component", "mean reward per episode")
+
+    kinds = sorted({k for e in summary for k in ((e["lies"] or {}).get("by_kind") or {})})
     if kinds:
-        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(labels) * max(1, len(kinds)) / 2), 4))
-        width = 0.8 / len(kinds)
-        for j, kind in enumerate(kinds):
-            xs, ys = [], []
-            for i, e in enumerate(result.summary):
-                c = ((e["lies"] or {}).get("by_kind") or {}).get(kind)
-                if c and c["told"]:
-                    xs.append(i + j * width)
-                    ys.append(c["trusted"] / c["told"])
-            ax.bar(xs, ys, width, label=kind)
-        ax.set_xticks([i + width * (len(kinds) - 1) / 2 for i in range(len(labels))], labels)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("share of lies trusted")
-        ax.legend(fontsize=7)
-        ax.set_title(f"Lies trusted, by kind: {result.config.env}")
-        fig.tight_layout()
-        fig.savefig(out / "lies.png", dpi=100)
-        plt.close(fig)
-        written.append("lies.png")
+        trusted = {
+            k: [_trusted_share(((e["lies"] or {}).get("by_kind") or {}).get(k)) for e in summary]
+            for k in kinds
+        }
+        save(*grouped(trusted), "lies.png", "Lies trusted, by kind", "share trusted (95% Wilson)")
     return written
+
+
+def _trusted_share(counts: dict[str, int] | None) -> tuple[float, float, float] | None:
+    if not counts or not counts["told"]:
+        return None
+    est = rate(counts["trusted"], counts["told"])
+    return est.value, est.low, est.high
