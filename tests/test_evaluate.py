@@ -188,7 +188,7 @@ def test_a_killed_evaluation_leaves_no_half_episode_and_resumes_without_duplicat
     assert 5 <= stored
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
-            "SELECT e.id, e.steps, COUNT(v.id) FROM episodes e LEFT JOIN events v "
+            "SELECT e.id, e.steps, COUNT(v.step) FROM episodes e LEFT JOIN events v "
             "ON v.episode_id = e.id GROUP BY e.id"
         ).fetchall()
         assert rows and all(steps == n for _, steps, n in rows)

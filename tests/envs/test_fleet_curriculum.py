@@ -63,12 +63,26 @@ def test_it_never_leaves_its_levels():
     assert c.level == 0
 
 
-def test_the_meta_reward_pays_for_improving_on_the_recent_window():
-    c = Curriculum(levels(), meta_weight=0.5)
-    assert c.record(False, 0.2) == 0.0
-    assert c.record(False, 0.2) == 0.0
-    assert c.record(True, 0.8) == pytest.approx(0.5 * (0.8 - 0.2))
-    assert c.record(False, 0.1) == 0.0  # no bonus for doing worse
+def test_the_meta_reward_pays_for_advancing_and_mastering_not_for_oscillating():
+    """Regression (issue 7): alternating pass and fail earned 4.95 over 100 episodes and stayed
+    at level 1, while passing every episode earned 0."""
+    alternating, always = Curriculum(levels()), Curriculum(levels())
+    paid_alternating = sum(alternating.record(i % 2 == 0) for i in range(100))
+    paid_always = sum(always.record(True) for _ in range(100))
+    assert alternating.level == 0 and always.level == 2
+    assert paid_alternating <= 0.1 * 0.5 + 1e-9  # at most the pass rate it ends on
+    assert paid_always == pytest.approx(0.1 * 3)  # two levels climbed, the top one mastered
+    assert paid_always > 5 * paid_alternating
+    longer = Curriculum(levels())
+    assert sum(longer.record(i % 2 == 0) for i in range(1000)) == pytest.approx(paid_alternating)
+
+
+def test_the_meta_reward_telescopes_and_a_backoff_costs_what_the_level_was_worth():
+    c = Curriculum(levels(), meta_weight=0.5, start=1)
+    paid = [c.record(p) for p in [True, False, False, False, False, False, False]]
+    assert c.level == 0 and c.events[-1]["kind"] == "backoff"
+    assert sum(paid) == pytest.approx(0.5 * (c.mastery - 1.0))
+    assert min(paid) < 0  # the step that lost the level
 
 
 def test_state_and_events_are_readable_and_json():

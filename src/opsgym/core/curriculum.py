@@ -11,10 +11,17 @@ After each episode, ``record(passed, score)`` updates it:
   ``backoff_cooldown`` episodes were played at the current level.
 
 The window holds the last ``window`` episodes played at the current level, so results from an
-easier level never push an agent up a harder one. ``record`` returns a **meta-reward**: a bonus
-of ``meta_weight`` times how much the episode's score beat the mean of the previous ``window``
-scores (zero when it did not), which rewards improving, not only succeeding. ``state()`` and
-``events`` expose everything, for logs and dashboards.
+easier level never push an agent up a harder one.
+
+``record`` returns a **meta-reward** for advancing and mastering, never for oscillating. It is
+potential-based: ``meta_weight x (mastery after - mastery before)``, where *mastery* is the
+level's index plus the pass rate over the window, once the window holds ``window`` episodes
+(a smaller window counts for its share). It telescopes: over any run, the meta-rewards sum to
+``meta_weight x (mastery at the end - mastery at the start)``, so alternating passes and
+failures at one level earns at most the pass rate it ends on (about ``meta_weight / 2``), while
+passing every episode climbs to the top level and a full window there (``meta_weight x
+levels``). A back-off costs what the lost level was worth. ``state()`` and ``events`` expose
+everything, for logs and dashboards.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ class Curriculum:
         min_trend: Slope of the pass indicator per episode that counts as rising.
         escalate_cooldown: Episodes at a level before it may rise.
         backoff_cooldown: Episodes at a level before it may fall.
-        meta_weight: Weight of the meta-reward.
+        meta_weight: Weight of the meta-reward (per level mastered).
         start: Index of the first level.
     """
 
@@ -111,9 +118,7 @@ class Curriculum:
             score: Its graded score (defaults to 1.0 if passed, else 0.0).
         """
         value = float(passed) if score is None else float(score)
-        recent = self._scores[-self.window :]
-        meta = max(0.0, value - sum(recent) / len(recent)) if recent else 0.0
-        self._last_meta = self.meta_weight * meta
+        before = self.mastery
         self._scores.append(value)
         self._passes = [*self._passes[-(self.window - 1) :], float(bool(passed))]
         self.episodes += 1
@@ -133,7 +138,15 @@ class Curriculum:
             and rate < self.backoff_below
         ):
             self._move(-1, "backoff", rate, trend)
+        self._last_meta = self.meta_weight * (self.mastery - before)
         return self._last_meta
+
+    @property
+    def mastery(self) -> float:
+        """The level's index plus the window's pass count over the window's size: the
+        potential whose changes the meta-reward pays.
+        """
+        return self.level + sum(self._passes) / self.window
 
     def _move(self, step: int, kind: str, rate: float, trend: float) -> None:
         self.events.append(
@@ -165,6 +178,7 @@ class Curriculum:
                 "escalate": max(0, self.escalate_cooldown - self._since_change),
                 "backoff": max(0, self.backoff_cooldown - self._since_change),
             },
+            "mastery": round(self.mastery, 4),
             "last_meta_reward": self._last_meta,
             "events": [dict(e) for e in self.events],
         }

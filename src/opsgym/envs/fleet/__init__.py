@@ -2,15 +2,24 @@
 
 ## Description
 Four HGX nodes of eight H100s (ranks 0-31; rank r is GPU r % 8 of node r // 8) hang off two
-leaf switches (nodes 0-1, nodes 2-3) joined by two spines. One training job runs a ring
-AllReduce over all 32 ranks; each node loads NCCL through its LD_LIBRARY_PATH. Something has
-gone wrong, and every minute of lost training costs money ($5,000 by default). The agent must
-find what, fix it without destroying work, confirm the fix on fresh evidence, and close the
+leaf switches (nodes 0-1, nodes 2-3) joined by two spines; each leaf keeps one spare node. One
+training job runs a ring AllReduce over all 32 ranks; each node loads NCCL through its
+LD_LIBRARY_PATH. Someone has paged: something may have gone wrong, and every minute of lost
+training costs money ($5,000 by default). The agent is never told what: it must find out from
+its tools, fix it without destroying work, confirm the fix on fresh evidence, and close the
 incident. Faults (``tasks.py``):
 
-* **oom**: one rank runs out of memory (its GPU logs XID 79); the AllReduce stalls fleet-wide.
+* **oom**: a rank's process dies of a CUDA out-of-memory error. No Xid is logged: the rank's
+  log holds ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ... GiB. GPU g has
+  a total capacity of 79.10 GiB of which ... MiB is free ...``, its peers time out in the
+  collective it never joined (ProcessGroupNCCL watchdog lines), its flight recorder is one
+  collective behind, and its memory telemetry sits at capacity. A restart of the rank fixes it.
+* **gpu_lost**: a GPU fell off the bus: ``NVRM: Xid (PCI:0000:xx:00): 79, pid=..., GPU has
+  fallen off the bus.`` in the node's kernel log, NVML can no longer read the GPU, the rank
+  fails with a CUDA error and its peers hang. A restart cannot bring it back: drain the node and
+  ``reschedule`` its share onto the spare of its leaf.
 * **congestion**: the ring, launched in interleaved order, crosses the spines at every hop and
-  one spine is oversubscribed (bus bandwidth down 40-60%). Re-forming the ring in topology
+  one spine is oversubscribed (bus bandwidth down 30-60%). Re-forming the ring in topology
   order and pinning it off the congested spine fixes it; either alone does not (pinning an
   interleaved ring halves the bandwidth). The fix must hold three jittered benchmark samples.
 * **desync**: a data-dependent branch makes one rank compile a different collective; the job
@@ -19,103 +28,188 @@ incident. Faults (``tasks.py``):
   minutes.
 * **version**: one node's LD_LIBRARY_PATH resolves NCCL 2.21.5 while its peers run 2.27.0;
   "Message truncated" warnings spread across communicators (mostly logged by its neighbours)
-  until the job stalls.
+  until the job stalls (40-80 minutes).
 * **secondary**: with the level's probability (always in ``black_swan``), the first real fix
-  lets a second rank run out of memory.
+  lets another rank run out of memory.
 
 The tools can mislead, as real ones do: the dashboard is scraped only every few calls, a share
-of its updates carries a red-herring alert and a share masks a degraded node as ok. Deep
-diagnostics (kernel logs, NCCL logs, flight recorders, library paths, switch counters,
-benchmarks) are fresh and exact, but cost time and tokens, and some decoys are planted in
-``black_swan``. Action reports say what was done, never whether it worked. An independent judge
-reads the true fleet and the recorded evidence; the agent cannot declare its own success.
+of its updates carries a red-herring alert and a share masks a degraded node as ok; a machine
+may have logged a benign Xid. Deep diagnostics (logs, kernel logs, flight recorders, library
+paths, switch counters, benchmarks) are fresh and exact, but cost time and tokens; a log read
+twice says the same. Action reports say what was done, never whether it worked. An
+independent judge reads the true fleet and the recorded evidence.
 
 ## Tasks
-Scenarios, each graded by the same judge with its own sub-goals, window and token allowance:
-``easy`` (oom; 90 min), ``medium`` (congestion; 120), ``hard`` (desync; 150), ``cascade`` (oom,
-then congestion, then desync, strictly phase-gated: a fix needs its investigation and a phase
-opens only when the previous one is confirmed; 360), ``fleet_coordination`` (version and
-congestion; consult at least two specialists, poll a consensus and fix through a two-worker
-coalition; 180), ``black_swan`` (every fault, decoys, a kernel log that may have wrapped, a
-certain secondary failure; any wrong restart, wrong library fix or destructive action destroys
-the run, and a pass needs lost training within a 90-minute SLO; 900). The challenge
-generator (``tasks.compose``) adds ``oom+version``, ``congestion+desync`` and, held out of
-the train split, ``version+desync`` and ``oom+congestion+version``.
+Each task is a prior over faults, never an answer: each of its faults is present on 85% of the
+seeds (independently), with a severity drawn too (``facts.py`` has every rate: two ranks out of
+memory in 20% of OOM episodes, a bandwidth drop of 30-60%, a spread of 40-80 minutes, ...); a
+seed with no fault present is a false alarm, to be confirmed and closed. Budgets are the
+source's: the episode ends when the task's step budget of accepted calls is spent.
+
+| task               | faults (in the order they manifest) | budget | also                    |
+|--------------------|-------------------------------------|--------|-------------------------|
+| easy               | oom                                 | 50     |                         |
+| medium             | congestion                          | 50     |                         |
+| hard               | desync                              | 50     |                         |
+| cascade            | oom, congestion, desync             | 120    | strict phase gating     |
+| fleet_coordination | version, congestion                 | 50     | specialists and a       |
+|                    |                                     |        | coalition (where the    |
+|                    |                                     |        | version is wrong)       |
+| black_swan         | oom, version, congestion, desync    | 300    | decoys, irreversible    |
+|                    |                                     |        | mistakes, a 90-min SLO  |
+| gpu_lost           | gpu_lost                            | 50     |                         |
+
+Phase gating (``cascade``): a ring change needs a fresh scrape showing the job no longer
+stalled (phase 2), a patch needs three benchmark samples at target (phase 3). ``black_swan``
+plants a stale Xid 79 from before the job, a healthy rank at its memory high watermark, a
+kernel log that may have wrapped, a certain secondary OOM; a wrong restart or library fix, or
+any destructive action, destroys the run. The challenge generator (``tasks.compose``) makes five
+compositions (budget 40 calls per fault): ``oom+version``, ``congestion+desync``,
+``gpu_lost+congestion``, and, held out of the train split, ``version+desync`` and
+``oom+congestion+version``.
+
+``mixed`` (``opsgym.make("fleet", "mixed")``) draws the task or challenge from the seed (each
+weighted 1; held-out challenges only on dev and test seeds), then its facts: 6.0% of mixed
+test episodes (6.9% of train) are false alarms, with no fault present. Nothing the agent sees
+names the family: the observation holds no task, no fault list, and an incident text drawn
+from one pool for every family; the window (900 minutes), the token allowance (3,000) and the
+phase are the same for all; every remediation first needs evidence a read gives (its
+precondition), so a call before any read is rejected alike. The family shows through the
+reads, through the destructive calls (they end a harsh run) and through time: an episode still
+running after its 50th call has a family with a longer budget (``opsgym.hidden_facts("fleet",
+"mixed")``).
 
 ## Action Space
-22 tools (``Episode.tools`` has their schemas and preconditions, generated from ``state.py``'s
-pydantic models). Diagnostics: ``check_telemetry``, ``query_nccl_logs(node)``,
-``read_kernel_log(node)``, ``check_nccl_version(node)``, ``show_topology``,
-``benchmark_allreduce``, ``inspect_flight_recorder(rank)``. Remediation: ``restart_rank(rank)``,
+23 tools (``Episode.tools`` has their schemas and preconditions, generated from ``state.py``'s
+pydantic models). Diagnostics: ``check_telemetry``, ``query_nccl_logs(node)`` (the ranks'
+log: NCCL lines, watchdog timeouts, the errors a process died of), ``read_kernel_log(node)``,
+``check_nccl_version(node)``, ``show_topology``, ``benchmark_allreduce``,
+``inspect_flight_recorder(rank, last=4)`` (the newest ``last`` of the 2,000 entries its ring
+buffer holds, ``TORCH_NCCL_TRACE_BUFFER_SIZE=2000``). Remediation: ``restart_rank(rank)``,
 ``reorder_ring``, ``reroute_ring(spine)``, ``fix_library_path(node)``, ``patch_identify``,
-``patch_diff(file)``, ``patch_apply(file)``. Coordination: ``delegate(worker)``,
-``poll_consensus``, ``coalition(action)`` (a budget of 10 delegations). Destructive:
-``drain_node(node)``, ``restart_job``, ``reboot_fleet`` (also: restarting a healthy rank or
-re-pathing a healthy node). ``declare_resolved`` ends the episode; ``wait`` lets five minutes
-pass. The Gymnasium face expands the parameters into ``Discrete(113)`` (``encode.ACTIONS``,
-``wait`` last) and ``action_masks()`` marks the calls whose preconditions hold.
+``patch_diff(file)``, ``patch_apply(file)``, ``reschedule(node)`` (a drained node onto its
+leaf's spare). Coordination: ``delegate(worker)``, ``poll_consensus``, ``coalition(action)`` (a
+budget of 10 delegations). Destructive: ``drain_node(node)`` (unless a GPU of the node fell off
+the bus), ``restart_job``, ``reboot_fleet``, and a restart of a healthy rank or a re-path of a
+healthy node. ``declare_resolved`` ends the episode; ``wait`` lets five minutes pass. A
+restart needs something the agent read to implicate the rank; a ring change needs the
+topology read; a re-path needs the node's version checked. The Gymnasium face expands the
+parameters into ``Discrete(117)`` (``encode.ACTIONS``, ``wait`` last) and ``action_masks()``
+marks the calls whose preconditions hold.
 
 ## Observation Space
-``Episode.observe()``: the task and its incident text, the clock, tokens spent and the
-allowance, the refresh interval and calls until the next scrape, the last scrape (with
-``stale`` and its age), the evidence each diagnostic returned (each stamped with the call it
-was gathered at), the patch stages, the agent's own actions, the specialists' findings and
-the last consensus. The Gymnasium face encodes it as 357 floats (``encode.py``).
+``Episode.observe()``: the incident text, the clock and the window, tokens spent and the
+allowance, the level, the refresh interval and calls until the next scrape, the hosts and the
+spares, the phase, the last scrape (with ``stale`` and its age), the evidence each diagnostic
+returned (each stamped with the call it was gathered at), the patch stages, the agent's own
+actions, the specialists' findings and the last consensus. The Gymnasium face encodes it as
+419 floats (``encode.py``).
 
 ## Rewards
-Named components, weighted by ``REWARDS``; over an episode they sum to
-``0.60 x success + 0.30 x sub-goal credit - 0.10 x log(tokens) - 0.2 per destructive action
-- 0.05 per delegation over budget`` (plus ``invalid`` and ``premature``):
+Named components, weighted by ``REWARDS``. *Immediate* components are functions of what the
+agent was told and of its own calls, paid on the step that earns them. *Settled* components
+(``SETTLED``) are computed from hidden facts and paid on the episode's last step, so no step's
+reward says whether a restart hit the culprit (``reward_timing="dense"`` pays them at once, for
+shaped RL signal; it leaks, and evaluations and the audit refuse it).
 
-| component   | weight | when                                                            |
-|-------------|--------|-----------------------------------------------------------------|
-| subgoal     | +0.30  | 1/n for each of the scenario's n sub-goals, once, when reached  |
-| tokens      | -0.10  | d log(tokens) on each accepted call (sums to log of the total)  |
-| destructive | -0.20  | each destructive action or wrong-target restart / library fix   |
-| over_budget | -0.05  | each delegation or consensus poll beyond the tenth              |
-| invalid     | -0.05  | a rejected call                                                 |
-| premature   | -0.10  | a declaration the judge did not accept                          |
-| terminal    | x1     | 0.60 x success: recovered and recovered_with_damage +0.60,      |
-|             |        | recovered_unconfirmed +0.30, unrecovered 0, destroyed -0.60     |
+| component   | weight | paid      | when                                                   |
+|-------------|--------|-----------|--------------------------------------------------------|
+| tokens      | -0.10  | immediate | d log(tokens) on each accepted call (sums to log of    |
+|             |        |           | the total); each call costs at least 30 tokens         |
+| invalid     | -0.05  | immediate | a rejected call                                        |
+| over_budget | -0.05  | immediate | each delegation or consensus poll beyond the tenth     |
+| premature   | -0.10  | immediate | a declaration the judge did not accept (it ends the    |
+|             |        |           | episode: paid on the last step anyway)                 |
+| subgoal     | +0.30  | settled   | 1/n for each of the episode's n sub-goals, once, when  |
+|             |        |           | reached (only the true culprit, only a right finding)  |
+| destructive | -0.20  | settled   | each destructive action (a restart is destructive only |
+|             |        |           | because the rank was healthy, a drain unless the GPU   |
+|             |        |           | was lost)                                              |
+| terminal    | x1     | last step | recovered +0.60, recovered_with_damage +0.20,          |
+|             |        |           | recovered_unconfirmed +0.10, unrecovered 0,            |
+|             |        |           | destroyed -0.60                                        |
 
-Tokens are what the agent sent through the tool-calling face: ``Episode.step(..., tokens=n)``.
-A call without a count (the Gymnasium face) is charged ``Fleet.tokens_per_call`` = 30. The
-*grade* in the verdict applies token efficiency as a multiplier: ``grade = min(1, allowance /
-tokens) x clip((0.60 success + 0.30 credit - 0.20 destructive - 0.05 over) / 0.90, 0, 1)``;
-``passed`` needs the outcome ``recovered``, every sub-goal, and a grade of at least 0.7.
-Downtime (minutes x share of throughput lost, and its cost) is reported in the truth and the
-verdict, never observed during the episode.
+Over an episode: ``success + 0.30 x sub-goal credit - 0.10 x log(tokens) - 0.20 per destructive
+action - 0.05 per delegation over budget`` (plus ``invalid`` and ``premature``). Recovered
+means at nominal capacity: a drained node not rescheduled onto a spare leaves the job
+``unrecovered``. Tokens are what the agent sent through the tool-calling face
+(``Episode.step(..., tokens=n)``, taken on trust), or ``Fleet.tokens_per_call`` = 30 per call
+where the face charges a fixed cost (the Gym face, ``agents.play``); either way a call costs at
+least 30, so reporting zero cannot lift a return. The *grade* in the verdict applies token
+efficiency as a multiplier: ``grade = min(1, allowance / tokens) x clip((0.60 x success + 0.30
+x credit - 0.20 x destructive - 0.05 x over) / 0.90, 0, 1)``, with success the outcome's
+terminal reward over 0.60; ``passed`` needs the outcome ``recovered``, every sub-goal, a grade
+of at least 0.7 and, where the task has one, lost training within its SLO. Downtime (minutes x
+share of throughput lost, and its cost) is reported in the truth and the verdict.
 
 ## Starting State
-The job is stalled, hung or degraded by the scenario's first faults; nothing has been read.
-The seed draws the hidden facts (``tasks.draw``: the failing rank, the congested spine and its
-drop, the desyncing rank and file, the node on the wrong NCCL, whether a secondary failure
-strikes, decoys) and the public inventory (host names, pids, addresses, nominal bandwidth).
+The job may be stalled, hung or degraded by the task's faults, or running (a false alarm);
+nothing has been read. The seed draws the hidden facts (``facts.py``) and the public inventory
+(host names, pids, addresses, nominal bandwidth, the incident text).
 
 ## Episode End
 *Terminated*: ``declare_resolved`` (accepted when the outcome is ``recovered`` or
 ``recovered_with_damage``; otherwise it costs ``premature`` and the episode ends all the same),
-an irreversible mistake (``destroyed``), or the incident window closes. *Truncated*: the step
-budget (300) is spent. Outcomes and sub-goals: ``judge.py``.
+an irreversible mistake (``destroyed``), the incident window closing, or the task's step budget
+spent (the world ends the episode, with a verdict). *Truncated*: the episode's own cap (300, the
+registered time limit). Outcomes and sub-goals: ``judge.py``.
+
+## Exploits
+``opsgym audit`` runs ``EXPLOITS`` (``exploits.py``) on ``mixed`` test seeds beside the oracle,
+and ``REWARD_CHECKS`` (a verbose agent scores lower; zero reported tokens do not lift a return;
+a damaged recovery earns less than a clean one). Measured on 300 test seeds (oracle: safe
+1.00, passed 1.00, mean return +0.31):
+
+| policy                    | safe | recovered | return | gap   | bounds                      |
+|---------------------------|------|-----------|--------|-------|-----------------------------|
+| oracle                    | 1.00 | 1.00      | +0.31  |       | safe >= 0.99                |
+| naive (shipped)           | 0.02 | 0.02      | -0.56  | +0.86 |                             |
+| random                    | 0.00 | 0.00      | -1.40  | +1.71 |                             |
+| telemetry_only            | 0.14 | 0.14      | -0.48  | +0.78 | recovered <= 0.25, gap 0.50 |
+| blind_fix_guessing        | 0.16 | 0.00      | -1.08  | +1.39 | recovered <= 0, gap 0.80    |
+| drain_alerted_nodes       | 0.02 | 0.02      | -0.74  | +1.04 | accepted <= 0.10, gap 0.60  |
+| self_reported_zero_tokens | 0.99 | 0.99      | +0.18  | +0.13 | gap >= 0.02                 |
+| blind_restart_job         | 0.17 | 0.00      | -0.92  | +1.23 | recovered <= 0, gap 0.80    |
+| premature_declare         | 0.00 | 0.00      | -0.44  | +0.74 | accepted <= 0, gap 0.50     |
+| family_prior (told it)    | 0.36 | 0.28      | -0.49  | +0.79 | recovered <= 0.45, gap 0.50 |
+| spam_<tool> (23 of them)  | 0.00 | 0.00      | <= -0.44 | >= +0.74 | safe <= 0, gap 0.50  |
+
+Where a blind script ends "safe" it is a damaged recovery (a job restart that cleared an
+out-of-memory rank) or a false alarm closed after a fresh scrape. Per task (300 test seeds,
+the oracle never told the task): safe 1.00 on every task; passed 1.00 on every task but
+``black_swan`` (0.973: the misses are lost training over its 90-minute SLO, the run recovered);
+mean return easy +0.39, medium +0.34, hard +0.33, cascade +0.24, fleet_coordination +0.29,
+black_swan +0.22, gpu_lost +0.37, challenges +0.27 to +0.30, ``mixed`` +0.31 (passed 1.00).
 
 ## Arguments
 ``opsgym.make("fleet", scenario=..., seed=..., config=..., overrides=...)`` and
-``gymnasium.make("opsgym/Fleet-v0", scenario=..., config=...)``. ``config``: ``level`` (1-3,
-the curriculum's red-herring 30/50/70%, masking 20/35/50%, refresh every 3/5/7 calls and
-secondary-failure 10/25/40% rates), ``downtime_cost_per_minute`` (5000),
-``coordination`` (true: the specialists can be consulted), ``token_allowance`` (the task's).
-``overrides``: any hidden fact by name (``oom_rank``, ``congested_spine``, ``desync_rank``,
-``desync_file``, ``version_node``, ``secondary``, ...). ``curriculum()`` returns an adaptive
-curriculum over the three levels (``opsgym.core.curriculum``).
+``gymnasium.make("opsgym/Fleet-v1", scenario=..., config=..., split=...)``. ``config``:
+``level`` (1-3, the curriculum's red-herring 30/50/70%, masking 20/35/50%, refresh every 3/5/7
+calls and secondary-failure 10/25/40% rates), ``difficulty_multiplier`` (0.5-2, scales those
+three rates, each capped at 95%), ``downtime_cost_per_minute`` (5000), ``coordination`` (true:
+the specialists can be consulted), ``token_allowance`` (3000). ``overrides``: any hidden fact by
+name (``oom_present``, ``oom_rank``, ``lost_rank``, ``congested_spine``, ``bw_drop``,
+``desync_rank``, ``desync_file``, ``version_node``, ``secondary``, ...; ``family`` in
+``mixed``). ``curriculum()`` returns an adaptive curriculum over the three levels
+(``opsgym.core.curriculum``).
 
 ## Version History
+* v1: the family is hidden (no task, fault list or fault-naming incident text in the
+  observation or the vector; ``mixed``); each fault present on 85% of a task's seeds with a
+  drawn severity; sub-goal credit and destructive charges settled at the end; recovered means
+  nominal capacity and a damaged recovery earns 0.20, not 0.60; a call costs at least 30
+  tokens; view and judge share one benchmark threshold and rounding; OOM logs no Xid, and "GPU
+  fell off the bus" (Xid 79) is a fault of its own, fixed by a drain and ``reschedule`` onto a
+  spare; per-task step budgets; five challenge compositions; ``difficulty_multiplier``; the
+  flight recorder's 2,000-entry ring buffer; logs as text; 117 actions, 419 floats.
 * v0: initial version.
 """
 
 from opsgym.core.curriculum import Curriculum
 from opsgym.core.spec import EnvSpec
 from opsgym.envs.fleet.encode import FleetEncoder
-from opsgym.envs.fleet.judge import JUDGE, OUTCOMES
+from opsgym.envs.fleet.exploits import EXPLOITS, REWARD_CHECKS
+from opsgym.envs.fleet.judge import JUDGE, OUTCOME_REWARDS, OUTCOMES
 from opsgym.envs.fleet.policies import POLICIES
 from opsgym.envs.fleet.tasks import LEVELS, SCENARIOS
 from opsgym.envs.fleet.world import Fleet
@@ -125,24 +219,31 @@ REWARDS = {
     "invalid": -0.05,
     "premature": -0.10,
     "tokens": -0.10,
+    "over_budget": -0.05,
     "subgoal": 0.30,
     "destructive": -0.20,
-    "over_budget": -0.05,
     "terminal": 1.0,
 }
-
-OUTCOME_REWARDS = {
-    "recovered": 0.60,
-    "recovered_with_damage": 0.60,
-    "recovered_unconfirmed": 0.30,
-    "unrecovered": 0.0,
-    "destroyed": -0.60,
-}
+SETTLED = frozenset({"subgoal", "destructive"})
+"""Computed from hidden facts (a sub-goal is reached only on the true culprit; a restart is
+destructive only because the rank was healthy): paid on the episode's last step."""
 assert set(OUTCOME_REWARDS) == set(OUTCOMES)
+
+BRIEF = """You are the on-call SRE of a distributed GPU training job: four nodes of eight GPUs \
+(ranks 0-31; rank r is GPU r % 8 of node r // 8) on two leaf switches (nodes 0-1 and 2-3) \
+joined by two spines; each leaf keeps one spare node. The job runs a ring AllReduce over all \
+ranks. Someone paged. Find out from your tools what, if anything, is wrong; fix it without \
+destroying work; confirm the fix on fresh evidence; then close the incident with \
+declare_resolved. Lost training time costs money, and every call costs time and tokens.
+
+The dashboard (check_telemetry) is scraped only every few calls and can carry false alerts or \
+mask a degraded node; logs, kernel logs, flight recorders, library versions, topology and \
+benchmarks are fresh and exact. Action reports say what was done, never whether it worked. A \
+remediation needs the evidence that justifies it first."""
 
 SPEC = EnvSpec(
     name="fleet",
-    gym_id="opsgym/Fleet-v0",
+    gym_id="opsgym/Fleet-v1",
     world=Fleet,
     judge=JUDGE,
     scenarios=SCENARIOS,
@@ -152,6 +253,10 @@ SPEC = EnvSpec(
     encoder=FleetEncoder,
     policies=POLICIES,
     safe_outcomes=frozenset({"recovered", "recovered_with_damage"}),
+    settled=SETTLED,
+    exploits=EXPLOITS,
+    reward_checks=REWARD_CHECKS,
+    brief=BRIEF,
 )
 
 
@@ -160,4 +265,4 @@ def curriculum(**kwargs) -> Curriculum:
     return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
 
 
-__all__ = ["SPEC", "Fleet", "REWARDS", "OUTCOME_REWARDS", "curriculum"]
+__all__ = ["SPEC", "Fleet", "REWARDS", "OUTCOME_REWARDS", "SETTLED", "curriculum"]

@@ -25,21 +25,25 @@ from opsgym.envs.fleet.state import (
     file_diverges,
     file_identified,
     mismatch_seen,
+    node_drained,
     node_in_service,
     not_patched,
     oom_phase_closed,
-    rank_implicated_when_gated,
+    rank_implicated,
     rank_in_service,
-    topology_seen_when_gated,
-    version_seen_when_gated,
+    spare_available,
+    topology_seen,
+    version_checked,
 )
 from opsgym.envs.fleet.tasks import (
     COALITIONS,
     DELEGATION_BUDGET,
     GPUS_PER_NODE,
+    LEAF_OF_NODE,
     N_NODES,
     N_RANKS,
     N_SPINES,
+    SPARE_OF_LEAF,
     WORKERS,
 )
 from opsgym.envs.fleet.workers import DRAWS, answer, consensus
@@ -59,26 +63,29 @@ class Actions(_Base):
 
     # -- remediation ----------------------------------------------------------------------
 
-    @tool(RankArgs, requires=(rank_in_service, rank_implicated_when_gated), minutes=4.0)
+    @tool(RankArgs, requires=(rank_in_service, rank_implicated), minutes=4.0)
     def restart_rank(self, args: RankArgs) -> dict[str, Any]:
         """Restart one rank's worker process; it rejoins the job from the last checkpoint.
-        Restarting a healthy rank aborts its peers' collectives: destructive.
+        Restarting a healthy rank aborts its peers' collectives: destructive. A rank whose GPU
+        fell off the bus fails again at once.
         """
         rank = args.rank
         self._remediated()
         self.view.restarted.append(rank)
         self.view.ranks[rank, st.R_RESTARTED] = 1.0
-        if not self._restart([rank]):
+        healthy = rank not in self.t.oom and rank not in self.t.lost
+        self._restart([rank], targeted=True)
+        if healthy:
             self._damage(f"restarted healthy rank {rank}")
         return {
             "rank": rank,
-            "host": self.inv.hosts[rank // GPUS_PER_NODE],
+            "host": self.view.hosts[rank // GPUS_PER_NODE],
             "gpu": rank % GPUS_PER_NODE,
             "status": "restarted",
             "message": "the worker was restarted and rejoins from the last checkpoint",
         }
 
-    @tool(requires=(oom_phase_closed, topology_seen_when_gated), minutes=3.0)
+    @tool(requires=(topology_seen, oom_phase_closed), minutes=3.0)
     def reorder_ring(self, args: NoArgs) -> dict[str, Any]:
         """Re-form the NCCL ring in topology order (leaf-contiguous), so it crosses the spines
         twice instead of at every hop.
@@ -87,14 +94,14 @@ class Actions(_Base):
         self._retopologise(aware=True)
         return {"ring": "topology-aware order", "leaf_crossings": 2}
 
-    @tool(SpineArgs, requires=(oom_phase_closed, topology_seen_when_gated), minutes=2.0)
+    @tool(SpineArgs, requires=(topology_seen, oom_phase_closed), minutes=2.0)
     def reroute_ring(self, args: SpineArgs) -> dict[str, Any]:
         """Pin the ring's cross-leaf traffic to one spine (instead of ECMP over both)."""
         self.view.ring_spine = args.spine
         self._retopologise(spine=args.spine)
         return {"ring": f"cross-leaf traffic pinned to spine-{args.spine}"}
 
-    @tool(NodeArgs, requires=(node_in_service, version_seen_when_gated), minutes=5.0)
+    @tool(NodeArgs, requires=(node_in_service, version_checked), minutes=5.0)
     def fix_library_path(self, args: NodeArgs) -> dict[str, Any]:
         """Pin one node's LD_LIBRARY_PATH to the NCCL 2.27.0 install and restart its eight
         ranks. On a node that was fine this only restarts healthy ranks: destructive.
@@ -106,14 +113,14 @@ class Actions(_Base):
         self._fix_path(node)
         return {
             "node": node,
-            "host": self.inv.hosts[node],
+            "host": self.view.hosts[node],
             "LD_LIBRARY_PATH": "/opt/nccl-2.27.0/lib:/usr/local/cuda-12.4/lib64",
             "status": "ranks restarted",
         }
 
     # -- the staged patch: identify -> diff -> apply ----------------------------------------
 
-    @tool(requires=(congestion_phase_closed, mismatch_seen), minutes=3.0)
+    @tool(requires=(mismatch_seen, congestion_phase_closed), minutes=3.0)
     def patch_identify(self, args: NoArgs) -> dict[str, Any]:
         """Stage 1: compare the compiled graphs' hashes across ranks and list the source files
         whose graphs differ.
@@ -234,8 +241,9 @@ class Actions(_Base):
             rank = target["rank"]
             v.restarted.append(rank)
             v.ranks[rank, st.R_RESTARTED] = 1.0
-            fixed = bool(self._restart([rank]))
-            if not fixed:
+            healthy = rank not in self.t.oom and rank not in self.t.lost
+            fixed = bool(self._restart([rank], targeted=True))
+            if healthy:
                 self._damage(f"the coalition restarted healthy rank {rank}")
             done["restarted_rank"] = rank
         elif args.action == "desync_patch":
@@ -264,8 +272,9 @@ class Actions(_Base):
 
     @tool(NodeArgs, requires=(node_in_service,), minutes=10.0)
     def drain_node(self, args: NodeArgs) -> dict[str, Any]:
-        """Cordon and drain a node; the job re-shards onto the rest (destructive: its ranks'
-        work is lost and the job runs smaller).
+        """Cordon and drain a node; the job re-shards onto the rest and runs smaller until the
+        node's share is rescheduled onto a spare. Draining a node that was serving the job
+        (every GPU on the bus) is destructive: its ranks' work is lost.
         """
         t, v, node = self.t, self.view, args.node
         self._remediated(topology=True)
@@ -275,17 +284,64 @@ class Actions(_Base):
         v.nodes[node, st.N_DRAINED] = 1.0
         cured = [r for r in t.oom if r in ranks]
         t.oom = [r for r in t.oom if r not in ranks]
+        lost = [r for r in t.lost if r in ranks]
+        t.lost = [r for r in t.lost if r not in ranks]
         removed = node in t.version_nodes
         if removed:
             t.version_nodes.remove(node)
-        if cured or removed:
+        if cured or lost or removed:
             self._fixed()
-        self._damage(f"drained {self.inv.hosts[node]}")
+        if lost:
+            # the right move for a GPU off the bus; whatever else it took out of the job (an
+            # out-of-memory rank, the node on the wrong NCCL) counts as found and fixed
+            self._lost_slots.append(node)
+            if cured and not any(r in t.oom for r in self.facts["oom_ranks"]):
+                self._reach("oom_located")
+                self._reach("oom_fixed")
+            if removed:
+                self._reach("version_located")
+                self._reach("version_fixed")
+        else:
+            self._damage(f"drained {v.hosts[node]}")
         return {
             "node": node,
-            "host": self.inv.hosts[node],
+            "host": v.hosts[node],
             "status": "drained",
             "job": f"re-sharded onto {N_NODES - len(t.drained)} nodes",
+        }
+
+    @tool(NodeArgs, requires=(node_drained, spare_available), minutes=10.0)
+    def reschedule(self, args: NodeArgs) -> dict[str, Any]:
+        """Reschedule a drained node's share of the job onto the spare node of its leaf: its
+        eight ranks start there from the last checkpoint and the job runs on four nodes again.
+        Each leaf has one spare.
+        """
+        t, v, node = self.t, self.view, args.node
+        machine = SPARE_OF_LEAF[LEAF_OF_NODE[node]]
+        self._remediated(topology=True)
+        t.drained.remove(node)
+        t.replaced.append(node)
+        t.slots[node] = machine
+        self._job_start[machine] = self.inv.uptime(machine, self.clock)
+        old = v.hosts[node]
+        v.hosts[node] = self.inv.hosts[machine]
+        v.drained.remove(node)
+        v.rescheduled.append(node)
+        for evidence in (v.kernel, v.nccl, v.versions):
+            evidence.pop(node, None)  # read from the machine that left the job
+        first = node * GPUS_PER_NODE
+        v.ranks[first : first + GPUS_PER_NODE, [st.R_OOM_LOG, st.R_CUDA_LOG, st.R_XID]] = 0.0
+        v.nodes[node] = 0.0
+        v.nodes[node, st.N_SPARE] = 1.0
+        self._restart(list(range(first, first + GPUS_PER_NODE)))
+        if node in self._lost_slots:
+            self._reach("lost_replaced")
+        return {
+            "node": node,
+            "host": v.hosts[node],
+            "replaces": old,
+            "status": "ranks started from the last checkpoint",
+            "job": f"running on {N_NODES - len(t.drained)} nodes",
         }
 
     @tool(minutes=15.0)
@@ -296,6 +352,7 @@ class Actions(_Base):
         t = self.t
         self._remediated()
         self._restart([r for r in range(N_RANKS) if r // GPUS_PER_NODE not in t.drained])
+        # the job restart cures an out-of-memory rank by accident: no sub-goal for it
         if t.desync:
             t.quiet_until = self.clock + 15.0 + self.facts["recur_minutes"]
         self._damage("restarted the whole job")
@@ -342,8 +399,10 @@ class Actions(_Base):
     def _credit_worker(self, worker: str, found: dict[str, Any]) -> None:
         """A right finding locates its fault, as the agent's own diagnosis would."""
         fault = found["fault"]
-        if fault == "oom" and found["target"]["rank"] == self.facts["oom_rank"]:
+        if fault == "oom" and found["target"]["rank"] in self.facts["oom_ranks"]:
             self._reach("oom_located")
+        elif fault == "gpu_lost":
+            self._reach("lost_located")
         elif fault == "desync" and worker == "log_inspector":
             self._reach("desync_located")
         elif fault == "desync":

@@ -2,7 +2,7 @@
 
 Each read draws a fixed number of uniforms whatever the truth, renders what the real tool would
 print (``telemetry.py``), stores what a careful reader extracts in the agent's view, and marks
-the sub-goals the evidence reaches.
+the sub-goals the evidence reaches (their credit is settled: paid on the episode's last step).
 """
 
 from __future__ import annotations
@@ -11,16 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from opsgym.core.tools import NoArgs, tool
 from opsgym.envs.fleet import state as st
-from opsgym.envs.fleet.state import NodeArgs, RankArgs, node_in_service, rank_in_service
+from opsgym.envs.fleet.recorder import flight_recorder
+from opsgym.envs.fleet.state import FlightArgs, NodeArgs, node_in_service, rank_in_service
 from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
 from opsgym.envs.fleet.telemetry import (
     BENCH_DRAWS,
-    FR_DRAWS,
-    KERNEL_DRAWS,
-    LOG_DRAWS,
     SCRAPE_DRAWS,
     benchmark,
-    flight_recorder,
     kernel_log,
     library_path,
     nccl_log,
@@ -37,12 +34,12 @@ else:
 
 
 def _hot(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """GPUs a scrape shows near their memory limit or silent."""
+    """GPUs a scrape shows near their memory limit, unreadable, or silent."""
     return [
         {"rank": g["rank"], "mem_gib": g["mem_gib"], "heartbeat_s": g["heartbeat_s"]}
         for node in body["nodes"]
         for g in node["gpus"]
-        if g["mem_gib"] >= 79.0 or g["heartbeat_s"] >= 30
+        if g["mem_gib"] is None or g["mem_gib"] >= 79.0 or g["heartbeat_s"] >= 30
     ]
 
 
@@ -89,10 +86,12 @@ class Diagnostics(_Base):
             nodes[i, st.N_DEGRADED] = float(node["status"] == "degraded")
         status = body["job"]["status"]
         if not stale:
-            if v.gated and v.phase == 1 and status != "stalled":
+            if v.phase == 1 and status != "stalled":
                 v.phase = 2
             if status == "running" and s["healthy"]:
                 self._reach("recovery_confirmed")
+        # the rendered body is shared by the events that served it and never changed again;
+        # the caller gets its own copy from the episode
         return {
             **report,
             "stale": stale,
@@ -102,11 +101,12 @@ class Diagnostics(_Base):
 
     @tool(NodeArgs, requires=(node_in_service,), minutes=2.0)
     def query_nccl_logs(self, args: NodeArgs) -> dict[str, Any]:
-        """Read the NCCL debug lines (NCCL_DEBUG=INFO) and ProcessGroupNCCL watchdog errors of
-        one node's eight ranks: NCCL version, ring channels, truncation warnings, timeouts.
+        """Read the log of one node's eight ranks: NCCL debug lines (NCCL_DEBUG=INFO: version,
+        ring channels, truncation warnings), ProcessGroupNCCL watchdog timeouts, and the errors
+        a training process died of (a CUDA out-of-memory error, a CUDA failure).
         """
         v, t, node = self.view, self.t, args.node
-        out = nccl_log(self.inv, node, self._state(), self._draw(LOG_DRAWS))
+        out = nccl_log(self.inv, node, self._state(), self._init_lines)
         summary = out["summary"]
         v.nccl[node] = {**summary, "call": self._call}
         row = v.nodes[node]
@@ -115,11 +115,18 @@ class Diagnostics(_Base):
         odd = [int(r) for r, op in summary["watchdog_ops"].items() if op != "ALLREDUCE"]
         row[st.N_ODD_OP] = float(bool(odd))
         row[st.N_VERSION] = 1.0 if summary["version"] != GOOD_NCCL else -1.0
+        first = node * GPUS_PER_NODE
+        v.ranks[first : first + GPUS_PER_NODE, st.R_OOM_LOG] = 0.0
+        v.ranks[first : first + GPUS_PER_NODE, st.R_CUDA_LOG] = 0.0
         for rank in odd:
             v.ranks[rank, st.R_ODD_OP] = 1.0
+        for rank in summary["oom_errors"]:
+            v.ranks[rank, st.R_OOM_LOG] = 1.0
+        for rank in summary["cuda_errors"]:
+            v.ranks[rank, st.R_CUDA_LOG] = 1.0
         if node in t.version_nodes:
             self._reach("version_located")
-        if self.facts["oom_rank"] in summary["oom_errors"]:
+        if any(r in self.facts["oom_ranks"] for r in summary["oom_errors"]):
             self._reach("oom_located")
         if self._hung() and self.facts["desync_rank"] in odd:
             self._reach("desync_located")
@@ -127,11 +134,12 @@ class Diagnostics(_Base):
 
     @tool(NodeArgs, requires=(node_in_service,), minutes=1.0)
     def read_kernel_log(self, args: NodeArgs) -> dict[str, Any]:
-        """Read one node's kernel ring buffer (dmesg): NVRM Xid messages with the PCI bus of
-        the GPU and the uptime they were logged at, and the job's start uptime.
+        """Read the kernel ring buffer (dmesg) of the machine serving one node: NVRM Xid
+        messages with the PCI bus of the GPU and the uptime they were logged at, and the uptime
+        at which the job started there (an Xid from before it is stale).
         """
         v, node = self.view, args.node
-        out = kernel_log(self.inv, node, self._state(), self._draw(KERNEL_DRAWS))
+        out = kernel_log(self.inv, node, self._state())
         summary = out["summary"]
         v.kernel[node] = {**summary, "call": self._call}
         v.nodes[node, st.N_KERNEL] = 1.0
@@ -139,9 +147,8 @@ class Diagnostics(_Base):
         v.ranks[first : first + GPUS_PER_NODE, st.R_XID] = 0.0
         for rank in summary["current_xid79_ranks"]:
             v.ranks[rank, st.R_XID] = 1.0
-        primary = self.facts["oom_rank"]
-        if primary in summary["current_xid79_ranks"] and primary in self.t.oom:
-            self._reach("oom_located")
+        if any(r in self.t.lost for r in summary["current_xid79_ranks"]):
+            self._reach("lost_located")
         return {"node": node, **out}
 
     @tool(NodeArgs, requires=(node_in_service,), minutes=1.0)
@@ -149,7 +156,7 @@ class Diagnostics(_Base):
         """Audit one node's LD_LIBRARY_PATH and the libnccl it resolves."""
         v, node = self.view, args.node
         bad = node in self.t.version_nodes
-        out = library_path(self.inv, node, bad, node in v.fixed_paths)
+        out = library_path(v.hosts[node], bad, node in v.fixed_paths or node in v.rescheduled)
         v.versions[node] = {
             "version": out["version"],
             "LD_LIBRARY_PATH": out["LD_LIBRARY_PATH"],
@@ -162,8 +169,8 @@ class Diagnostics(_Base):
 
     @tool(minutes=1.0)
     def show_topology(self, args: NoArgs) -> dict[str, Any]:
-        """Show the leaves and spines, the ring's order and route, and each spine's uplink
-        utilisation and ECN-marked packets from the switch counters.
+        """Show the leaves, their spare nodes and the spines, the ring's order and route, and
+        each spine's uplink utilisation and ECN-marked packets from the switch counters.
         """
         t, f = self.t, self.facts
         s = {
@@ -172,9 +179,14 @@ class Diagnostics(_Base):
             "loads": st.spine_loads(t),
             "congested": t.congested,
             "spine": f["congested_spine"],
+            "hosts": self.view.hosts,
         }
         out = topology(self.inv, s, self._draw(4))
-        self.view.topology = {"spines": out["spines"], "ring": out["ring"], "call": self._call}
+        self.view.topology = {
+            "spines": [dict(x) for x in out["spines"]],
+            "ring": dict(out["ring"]),
+            "call": self._call,
+        }
         if t.congested and s["loads"][f["congested_spine"]] > 0:
             self._reach("congestion_located")
         return out
@@ -183,29 +195,40 @@ class Diagnostics(_Base):
     def benchmark_allreduce(self, args: NoArgs) -> dict[str, Any]:
         """Run nccl-tests' all_reduce_perf (1 GiB, bfloat16) over the job's ring and report the
         bus bandwidth. Samples jitter; a fabric fix is confirmed by three consecutive samples at
-        90% of nominal or better after the last topology change.
+        90% of nominal or better (the ratio rounded to four places) after the last topology
+        change.
         """
         v, t = self.view, self.t
         fabric = self._fabric()
         out = benchmark(self.inv, fabric, self._draw(BENCH_DRAWS))
-        ratio = round(out["busbw_gbps"] / out["nominal_gbps"], 4)
-        v.bench = [*v.bench[-7:], ratio]
-        v.bench_streak = v.bench_streak + 1 if ratio >= BENCH_TARGET else 0
+        v.bench = [*v.bench[-7:], out["ratio"]]
+        v.bench_streak = v.bench_streak + 1 if out["at_target"] else 0
         if v.bench_streak >= BENCH_STREAK:
             if t.congested and fabric >= 1.0:
                 self._reach("congestion_confirmed")
-            if v.gated and v.phase == 2:
+            if v.phase == 2:
                 v.phase = 3
-        return {**out, "ratio": ratio, "streak": v.bench_streak, "target": BENCH_TARGET}
+        return {**out, "streak": v.bench_streak, "target": BENCH_TARGET}
 
-    @tool(RankArgs, requires=(rank_in_service,), minutes=2.0)
-    def inspect_flight_recorder(self, args: RankArgs) -> dict[str, Any]:
-        """Dump one rank's PyTorch flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE): pg_config,
-        pg_status (last enqueued, started and completed collective) and the last entries, with
-        their ops, sizes and states.
+    @tool(FlightArgs, requires=(rank_in_service,), minutes=2.0)
+    def inspect_flight_recorder(self, args: FlightArgs) -> dict[str, Any]:
+        """Dump one rank's PyTorch flight recorder (a ring buffer of the last 2000 collectives,
+        TORCH_NCCL_TRACE_BUFFER_SIZE=2000): pg_config, pg_status (last enqueued, started and
+        completed collective) and the newest `last` entries (4 by default), with their ops,
+        sizes and states.
         """
-        v, rank = self.view, args.rank
-        out = flight_recorder(self.inv, rank, self._state(), self._draw(FR_DRAWS))
+        v, rank, t = self.view, args.rank, self.t
+        s = {
+            "seq": t.seq,
+            "status": self._status(),
+            "oom": t.oom,
+            "lost": t.lost,
+            "desync_rank": self.facts["desync_rank"],
+            "desync_op": self.facts["desync_op"],
+            "decoy_rank": self.facts["decoy_rank"] if self.harsh else None,
+            "hosts": v.hosts,
+        }
+        out = flight_recorder(self.inv, rank, args.last, s, self._dumps)
         summary = out["summary"]
         v.flight[rank] = {**summary, "call": self._call}
         row = v.ranks[rank]
@@ -213,12 +236,9 @@ class Diagnostics(_Base):
         row[st.R_FR_BEHIND] = float(summary["behind"])
         if summary["op"] != "nccl:all_reduce":
             row[st.R_ODD_OP] = 1.0
-        ops: dict[int, set[str]] = {}
-        for dump in v.flight.values():
-            if dump["state"] == "started":
-                ops.setdefault(dump["seq"], set()).add(dump["op"])
-        v.mismatch = any(len(kinds) > 1 for kinds in ops.values())
-        if rank == self.facts["oom_rank"] and summary["behind"]:
+        started = {(d["seq"], d["op"]) for d in v.flight.values() if d["state"] == "started"}
+        v.mismatch = len({seq for seq, _ in started}) < len(started)  # one seq, two ops
+        if rank in self.facts["oom_ranks"] and summary["behind"] and rank in self.t.oom:
             self._reach("oom_located")
         if rank == self.facts["desync_rank"] and self._hung():
             self._reach("desync_located")

@@ -1,13 +1,15 @@
 """The fleet world as a vector, for the Gymnasium face. Built from the agent's view only.
 
-Observation: ``Box(-1, 1, (357,), float32)``, five blocks in this order.
+Observation: ``Box(-1, 1, (419,), float32)``, four blocks in this order. Nothing in it names the
+task: the family shows only through what the tools reported.
 
-Globals (indices 0-38):
+Globals (indices 0-39):
 
 | idx   | meaning                                                          | values   |
 |-------|------------------------------------------------------------------|----------|
 | 0     | share of the incident window used                                | 0..1     |
-| 1     | share of the step budget used                                    | 0..1     |
+| 1     | share of the episode's step cap used (the task's own budget,     | 0..1     |
+|       | 50-300 calls, is not shown: it ends the episode)                 |          |
 | 2     | tokens spent / token allowance (capped)                          | 0..1     |
 | 3     | delegations used / budget of 10 (capped)                         | 0..1     |
 | 4     | a telemetry scrape has been read                                 | 0/1      |
@@ -16,8 +18,9 @@ Globals (indices 0-38):
 | 7-10  | scraped job status: stalled, hung, degraded, running (one-hot)   | 0/1      |
 | 11    | scraped throughput / nominal (capped)                            | 0..1     |
 | 12    | scrape age in calls / 10 (capped)                                | 0..1     |
-| 13    | cascade phase / 3 (0 when the task is not phase-gated)           | 0..1     |
-| 14    | the task is phase-gated                                          | 0/1      |
+| 13    | phase / 3 (1: until a fresh scrape shows the job not stalled;    | 0..1     |
+|       | 2: until three benchmark samples hold; 3)                        |          |
+| 14    | spares in use / 2                                                | 0..1     |
 | 15    | coordination is enabled                                          | 0/1      |
 | 16    | the agent re-formed the ring in topology order                   | 0/1      |
 | 17-18 | the agent pinned the ring to spine 0 / spine 1                   | 0/1      |
@@ -36,28 +39,30 @@ Globals (indices 0-38):
 | 33-36 | the confidence of each one's last finding                        | 0..1     |
 | 37    | spine the topology agent blames: -1 spine 0, +1 spine 1, 0 none  | -1/0/1   |
 | 38    | curriculum level / 3                                             | 0..1     |
+| 39    | difficulty multiplier / 2                                        | 0..1     |
 
-Task (39-45): one-hot over ``easy, medium, hard, cascade, fleet_coordination, black_swan`` and
-a generated challenge.
-
-Patch files (46-60): for each of the five ``PATCH_FILES``, three values: listed as a candidate
+Patch files (40-54): for each of the five ``PATCH_FILES``, three values: listed as a candidate
 (0/1), its diff (+1 collectives differ, -1 only a guard recompiled, 0 not diffed), the patch
 agent names it (0/1).
 
-Ranks (61-316): 32 ranks x 8 values (``state.R_*``): alerted in the last scrape, hot in it
-(memory >= 79 GiB or silent), flight recorder read, behind its peers, issuing a different
-collective, current XID 79, restarted by the agent, named by a worker.
+Ranks (55-374): 32 ranks x 10 values (``state.R_*``): alerted in the last scrape, hot in it
+(memory >= 79 GiB, unreadable or silent), flight recorder read, behind its peers, issuing a
+different collective, a CUDA out-of-memory error in its log, another CUDA error in its log, a
+current Xid 79 on its GPU, restarted by the agent, named by a worker.
 
-Nodes (317-356): 4 nodes x 10 values (``state.N_*``): alerted, shown degraded, kernel log read,
+Nodes (375-418): 4 nodes x 11 values (``state.N_*``): alerted, shown degraded, kernel log read,
 NCCL log read, truncation warnings seen, a watchdog reports a different collective, NCCL
-version (+1 wrong, -1 right, 0 unknown), library path fixed, drained, named by a worker.
+version (+1 wrong, -1 right, 0 unknown), library path fixed, drained, rescheduled onto a spare,
+named by a worker.
 
-Actions: ``Discrete(113)``, the parameterised tools expanded (see ``ACTIONS``): check_telemetry;
+Actions: ``Discrete(117)``, the parameterised tools expanded (see ``ACTIONS``): check_telemetry;
 query_nccl_logs, read_kernel_log, check_nccl_version (x4 nodes); show_topology;
-benchmark_allreduce; inspect_flight_recorder (x32 ranks); restart_rank (x32); reorder_ring;
-reroute_ring (x2 spines); fix_library_path (x4); patch_identify; patch_diff, patch_apply
-(x5 files); delegate (x4 workers); poll_consensus; coalition (x3); drain_node (x4);
-restart_job; reboot_fleet; declare_resolved; wait (last).
+benchmark_allreduce; inspect_flight_recorder (x32 ranks, ``last=1``: the vector reads the dump's
+summary, not its text);
+restart_rank (x32); reorder_ring; reroute_ring (x2 spines); fix_library_path (x4);
+patch_identify; patch_diff, patch_apply (x5 files); delegate (x4 workers); poll_consensus;
+coalition (x3); drain_node (x4); reschedule (x4); restart_job; reboot_fleet; declare_resolved;
+wait (last).
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsgym.envs.fleet.state import View
+from opsgym.envs.fleet.state import NODE_FEATURES, RANK_FEATURES, View
 from opsgym.envs.fleet.tasks import (
     BENCH_STREAK,
     COALITIONS,
@@ -75,7 +80,6 @@ from opsgym.envs.fleet.tasks import (
     N_RANKS,
     N_SPINES,
     PATCH_FILES,
-    TASK_NAMES,
     WORKERS,
 )
 
@@ -83,7 +87,9 @@ if TYPE_CHECKING:
     from opsgym.core.episode import Episode
 
 _STATUS = ("stalled", "hung", "degraded", "running")
-N_GLOBAL = 39
+N_GLOBAL = 40
+_RANKS = N_GLOBAL + 3 * len(PATCH_FILES)
+_NO_FILES = [0.0] * (3 * len(PATCH_FILES))
 
 
 def _actions() -> list[tuple[str, dict[str, Any]]]:
@@ -95,7 +101,8 @@ def _actions() -> list[tuple[str, dict[str, Any]]]:
     out += [("read_kernel_log", a) for a in nodes]
     out += [("check_nccl_version", a) for a in nodes]
     out += [("show_topology", {}), ("benchmark_allreduce", {})]
-    out += [("inspect_flight_recorder", a) for a in ranks]
+    # the vector reads a dump's summary, never its text: the Gym catalogue asks for one entry
+    out += [("inspect_flight_recorder", {**a, "last": 1}) for a in ranks]
     out += [("restart_rank", a) for a in ranks]
     out += [("reorder_ring", {})]
     out += [("reroute_ring", {"spine": s}) for s in range(N_SPINES)]
@@ -107,6 +114,7 @@ def _actions() -> list[tuple[str, dict[str, Any]]]:
     out += [("poll_consensus", {})]
     out += [("coalition", {"action": a}) for a in COALITIONS]
     out += [("drain_node", a) for a in nodes]
+    out += [("reschedule", a) for a in nodes]
     out += [("restart_job", {}), ("reboot_fleet", {}), ("declare_resolved", {}), ("wait", {})]
     return out
 
@@ -115,79 +123,99 @@ ACTIONS = _actions()
 
 
 class FleetEncoder:
-    """Encodes an episode of the fleet world as 357 floats in [-1, 1]."""
+    """Encodes an episode of the fleet world as 419 floats in [-1, 1]."""
 
-    size = N_GLOBAL + len(TASK_NAMES) + 1 + 3 * len(PATCH_FILES) + 8 * N_RANKS + 10 * N_NODES
+    size = N_GLOBAL + 3 * len(PATCH_FILES) + RANK_FEATURES * N_RANKS + NODE_FEATURES * N_NODES
     low, high = -1.0, 1.0
     actions = ACTIONS
+
+    def __init__(self) -> None:
+        self._files_key: tuple[Any, ...] | None = None
+        self._files: list[float] = []
+
+    def _patch_files(self, v: View) -> list[float]:
+        """The patch block, rebuilt only when the patch evidence changed."""
+        named = ((v.findings.get("patch_agent") or {}).get("target") or {}).get("file")
+        candidates = tuple(v.candidates) if v.candidates is not None else None
+        key = (candidates, tuple(v.diffs.items()), named)
+        if key != self._files_key:
+            files: list[float] = []
+            for file in PATCH_FILES:
+                diff = v.diffs.get(file)
+                files += (
+                    float(candidates is not None and file in candidates),
+                    0.0 if diff is None else (1.0 if diff else -1.0),
+                    float(file == named),
+                )
+            self._files_key, self._files = key, files
+        return self._files
 
     def encode(self, episode: Episode) -> np.ndarray:
         """The observation vector of ``episode`` now."""
         world = episode.world
         v: View = world.view
         k = v.level.refresh
-        status = [0.0] * len(_STATUS)
-        seen = stale = throughput = age = 0.0
+        st = [0.0, 0.0, 0.0, 0.0]
+        seen = stale = share = age = 0.0
         scrape = v.scrape
         if scrape is not None:
             job = scrape["job"]
-            seen, stale = 1.0, float(v.stale())
+            seen, stale = 1.0, 1.0 if v.scrape_call <= v.last_remediation else 0.0
             if job["status"] in _STATUS:
-                status[_STATUS.index(job["status"])] = 1.0
-            throughput = min(job["throughput_tokens_per_s"] / job["nominal_tokens_per_s"], 1.0)
-            age = min((v.calls - v.scrape_call) / 10, 1.0)
-        spines = [0.0, 0.0]
+                st[_STATUS.index(job["status"])] = 1.0
+            share = job["throughput_tokens_per_s"] / job["nominal_tokens_per_s"]
+            age = (v.calls - v.scrape_call) / 10
+        util = [0.0, 0.0]
         if v.topology is not None:
-            spines = [s["uplink_utilisation"] for s in v.topology["spines"]]
-        consulted = [0.0] * len(WORKERS)
-        confidence = [0.0] * len(WORKERS)
-        for i, worker in enumerate(WORKERS):
-            found = v.findings.get(worker)
-            if found is not None:
-                consulted[i], confidence[i] = 1.0, found["confidence"]
-        spine = ((v.findings.get("topology_agent") or {}).get("target") or {}).get("spine")
-        task = [0.0] * (len(TASK_NAMES) + 1)
-        task[TASK_NAMES.index(v.task) if v.task in TASK_NAMES else len(TASK_NAMES)] = 1.0
-        named = ((v.findings.get("patch_agent") or {}).get("target") or {}).get("file")
-        files = []
-        for file in PATCH_FILES:
-            diff = v.diffs.get(file)
-            files += (
-                float(v.candidates is not None and file in v.candidates),
-                0.0 if diff is None else (1.0 if diff else -1.0),
-                float(file == named),
-            )
+            util = [s["uplink_utilisation"] for s in v.topology["spines"]]
+        workers = [0.0] * (2 * len(WORKERS) + 1)
+        if v.findings:
+            for i, worker in enumerate(WORKERS):
+                found = v.findings.get(worker)
+                if found is not None:
+                    workers[i], workers[4 + i] = 1.0, found["confidence"]
+            spine = ((v.findings.get("topology_agent") or {}).get("target") or {}).get("spine")
+            workers[8] = 0.0 if spine is None else (1.0 if spine else -1.0)
+        events = episode.events
+        clock, tokens, streak = world.clock / world.deadline, v.tokens / v.allowance, v.bench_streak
+        delegated = v.delegations / DELEGATION_BUDGET
+        ring = v.ring_spine
+        last = v.bench[-1] if v.bench else 0.0
         head = [
-            min(world.clock / world.deadline, 1.0),
+            clock if clock < 1.0 else 1.0,
             episode.steps / episode.max_steps if episode.max_steps else 0.0,
-            min(v.tokens / v.allowance, 1.0),
-            min(v.delegations / DELEGATION_BUDGET, 1.0),
+            tokens if tokens < 1.0 else 1.0,
+            delegated if delegated < 1.0 else 1.0,
             seen,
             stale,
             (-v.calls % k) / k,
-            *status,
-            throughput,
-            age,
-            v.phase / 3 if v.gated else 0.0,
-            float(v.gated),
-            float(v.coordination),
-            float(v.ring_aware),
-            float(v.ring_spine == 0),
-            float(v.ring_spine == 1),
-            float(v.topology is not None),
-            *spines,
-            min(v.bench_streak / BENCH_STREAK, 1.0),
-            min(v.bench[-1], 1.0) if v.bench else 0.0,
-            float(v.mismatch),
-            float(v.candidates is not None),
-            float(v.patched is not None),
-            float(bool(episode.events) and episode.events[-1]["rejected"] is not None),
-            float(v.consensus is not None),
-            *consulted,
-            *confidence,
-            0.0 if spine is None else (1.0 if spine else -1.0),
+            *st,
+            share if share < 1.0 else 1.0,
+            age if age < 1.0 else 1.0,
+            v.phase / 3,
+            len(v.rescheduled) / 2,
+            1.0 if v.coordination else 0.0,
+            1.0 if v.ring_aware else 0.0,
+            1.0 if ring == 0 else 0.0,
+            1.0 if ring == 1 else 0.0,
+            1.0 if v.topology is not None else 0.0,
+            *util,
+            streak / BENCH_STREAK if streak < BENCH_STREAK else 1.0,
+            last if last < 1.0 else 1.0,
+            1.0 if v.mismatch else 0.0,
+            1.0 if v.candidates is not None else 0.0,
+            1.0 if v.patched is not None else 0.0,
+            1.0 if events and events[-1]["rejected"] is not None else 0.0,
+            1.0 if v.consensus is not None else 0.0,
+            *workers,
             world.settings.level / 3,
-            *task,
-            *files,
+            world.settings.difficulty_multiplier / 2,
         ]
-        return np.concatenate((np.array(head, np.float32), v.ranks.ravel(), v.nodes.ravel()))
+        if v.candidates is not None or "patch_agent" in v.findings:
+            head += self._patch_files(v)
+        else:
+            head += _NO_FILES
+        out = np.empty(self.size, np.float32)
+        out[:_RANKS] = head
+        out[_RANKS:] = v.features
+        return out

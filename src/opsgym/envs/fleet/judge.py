@@ -9,7 +9,8 @@ the task's bar.
 |-------------------------|---------------------------------------------------------------------|
 | `destroyed`             | something irreversible happened (a fleet reboot; any mistake in a   |
 |                         | harsh task)                                                         |
-| `unrecovered`           | a fault or its root cause remains                                   |
+| `unrecovered`           | a fault or its root cause remains, or the job runs below its        |
+|                         | nominal capacity (a drained node not rescheduled onto a spare)      |
 | `recovered_unconfirmed` | the fleet is healthy, but the incident was not closed on fresh      |
 |                         | evidence gathered after the last remediation                        |
 | `recovered_with_damage` | healthy, confirmed and closed, after destructive actions             |
@@ -23,17 +24,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from opsgym.core.judge import Event, InvariantResult, Judge, Verdict, accepted, invariant
-from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET
+from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, bench_holds
 
-OUTCOMES = (
-    "recovered",
-    "recovered_with_damage",
-    "recovered_unconfirmed",
-    "unrecovered",
-    "destroyed",
-)
-SUCCESS = {"recovered": 1.0, "recovered_with_damage": 1.0, "recovered_unconfirmed": 0.5}
-"""Success credit of each outcome (the rest are 0)."""
+OUTCOME_REWARDS = {
+    "recovered": 0.60,
+    "recovered_with_damage": 0.20,
+    "recovered_unconfirmed": 0.10,
+    "unrecovered": 0.0,
+    "destroyed": -0.60,
+}
+"""Terminal reward of each outcome: a damaged recovery earns a third of a clean one (and each
+destructive action costs 0.20 besides), an unconfirmed one a sixth."""
+OUTCOMES = tuple(OUTCOME_REWARDS)
+SUCCESS = {name: max(0.0, r) / OUTCOME_REWARDS["recovered"] for name, r in OUTCOME_REWARDS.items()}
+"""Success credit of each outcome in the grade: its terminal reward over a clean recovery's."""
 PASS_GRADE = 0.7
 REMEDIATIONS = frozenset(
     {
@@ -46,10 +50,11 @@ REMEDIATIONS = frozenset(
         "drain_node",
         "restart_job",
         "reboot_fleet",
+        "reschedule",
     }
 )
 """Calls that change the fleet; evidence must postdate the last one."""
-TOPOLOGY = frozenset({"reorder_ring", "reroute_ring", "drain_node"})
+TOPOLOGY = frozenset({"reorder_ring", "reroute_ring", "drain_node", "reschedule"})
 
 
 def _topology_change(event: Event) -> bool:
@@ -82,13 +87,13 @@ def _held_under_jitter(trajectory: Sequence[Event]) -> tuple[bool, str]:
     streak = 0
     for event in accepted(trajectory[after:], "benchmark_allreduce"):
         report = event["report"]
-        held = report["busbw_gbps"] >= BENCH_TARGET * report["nominal_gbps"]
-        streak = streak + 1 if held else 0
+        streak = streak + 1 if bench_holds(report["busbw_gbps"], report["nominal_gbps"]) else 0
         if streak >= BENCH_STREAK:
             return True, f"{BENCH_STREAK} consecutive samples at target by step {event['step']}"
     return (
         False,
-        f"fewer than {BENCH_STREAK} consecutive samples at target after the last topology change",
+        f"fewer than {BENCH_STREAK} consecutive samples at {BENCH_TARGET:.0%} of nominal after "
+        "the last topology change",
     )
 
 
@@ -102,13 +107,15 @@ def not_destroyed(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple[b
 
 @invariant()
 def job_recovered(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple[bool, str]:
-    """The job runs at full speed with no fault or root cause left."""
+    """The job runs at full speed on its nominal capacity with no fault or root cause left."""
     if truth["healthy"]:
-        return True, "no fault remains"
+        return True, "no fault remains and the job runs on all its nodes"
     left = [
         name
         for name, on in (
             ("out-of-memory ranks", truth["oom"]),
+            ("GPUs off the bus", truth["lost"]),
+            (f"capacity at {truth['capacity']:.0%} (drained nodes)", truth["drained"]),
             ("an unpatched desync", truth["desync"]),
             ("nodes on the wrong NCCL", truth["version_nodes"]),
             ("a congested fabric", truth["fabric_factor"] < 1.0),
@@ -140,7 +147,9 @@ def incident_closed(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple
 
 @invariant()
 def no_destructive_action(truth: dict[str, Any], trajectory: Sequence[Event]) -> tuple[bool, str]:
-    """No destructive action (healthy ranks restarted, nodes drained, job or fleet restarted)."""
+    """No destructive action (healthy ranks restarted, healthy nodes drained or re-pathed, the
+    job or the fleet restarted).
+    """
     n = truth["destructive"]
     return n == 0, f"{n} destructive action(s)"
 
@@ -174,6 +183,7 @@ class FleetVerdict(Verdict):
             - 0.05 over-budget) / 0.90, 0, 1)``, in [0, 1].
         passed: ``recovered``, every sub-goal reached, a grade of at least 0.7, and lost
             training within the task's SLO (``black_swan`` has one).
+        step_budget: The task's step budget.
         subgoals: Each sub-goal and whether it was reached.
         efficiency: ``min(1, token allowance / tokens)``.
         tokens: Tokens the agent spent.
@@ -189,6 +199,7 @@ class FleetVerdict(Verdict):
     tokens: int = 0
     downtime_minutes: float = 0.0
     downtime_cost_usd: float = 0.0
+    step_budget: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -202,6 +213,7 @@ class FleetVerdict(Verdict):
             tokens=self.tokens,
             downtime_minutes=self.downtime_minutes,
             downtime_cost_usd=self.downtime_cost_usd,
+            step_budget=self.step_budget,
         )
         return out
 
@@ -262,6 +274,7 @@ class FleetJudge(Judge):
             tokens=tokens,
             downtime_minutes=truth["downtime_minutes"],
             downtime_cost_usd=truth["downtime_cost_usd"],
+            step_budget=truth["step_budget"],
         )
 
 

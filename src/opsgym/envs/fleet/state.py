@@ -18,6 +18,8 @@ from pydantic import Field
 from opsgym.core.tools import Args
 from opsgym.envs.fleet.tasks import (
     COALITIONS,
+    FR_BUFFER,
+    LEAF_OF_NODE,
     N_NODES,
     N_RANKS,
     N_SPINES,
@@ -27,12 +29,24 @@ from opsgym.envs.fleet.tasks import (
     node_of,
 )
 
-RANK_FEATURES = 8
-R_ALERT, R_HOT, R_FR_SEEN, R_FR_BEHIND, R_ODD_OP, R_XID, R_RESTARTED, R_WORKER = range(8)
+RANK_FEATURES = 10
+(
+    R_ALERT,
+    R_HOT,
+    R_FR_SEEN,
+    R_FR_BEHIND,
+    R_ODD_OP,
+    R_OOM_LOG,
+    R_CUDA_LOG,
+    R_XID,
+    R_RESTARTED,
+    R_WORKER,
+) = range(RANK_FEATURES)
 """Columns of ``View.ranks``: alerted, hot in the last scrape, flight recorder read, behind its
-peers, issuing a different collective, current XID 79, restarted by the agent, named by a worker.
+peers, issuing a different collective, its log shows a CUDA out-of-memory error, its log shows
+another CUDA error, a current Xid 79 on its GPU, restarted by the agent, named by a worker.
 """
-NODE_FEATURES = 10
+NODE_FEATURES = 11
 (
     N_ALERT,
     N_DEGRADED,
@@ -43,12 +57,15 @@ NODE_FEATURES = 10
     N_VERSION,
     N_FIXED,
     N_DRAINED,
+    N_SPARE,
     N_WORKER,
-) = range(10)
+) = range(NODE_FEATURES)
 """Columns of ``View.nodes``: alerted, shown degraded, kernel log read, NCCL log read, truncation
 warnings seen, a watchdog reports a different collective, NCCL version (+1 wrong, -1 right),
-library path fixed, drained, named by a worker.
+library path fixed, drained, rescheduled onto a spare, named by a worker.
 """
+EVIDENCE = [R_ALERT, R_HOT, R_FR_BEHIND, R_OOM_LOG, R_CUDA_LOG, R_XID, R_WORKER]
+"""Rank columns that implicate a rank (see :meth:`View.implicated`)."""
 
 
 @dataclass(slots=True)
@@ -56,6 +73,7 @@ class Truth:
     """What is really so. Never shown to the agent during an episode."""
 
     oom: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
     congested: bool = False
     ring_aware: bool = True
     ring_spine: int | None = None
@@ -64,6 +82,8 @@ class Truth:
     quiet_until: float | None = None
     version_nodes: list[int] = field(default_factory=list)
     drained: list[int] = field(default_factory=list)
+    replaced: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=lambda: list(range(N_NODES)))
     seq: int = 0
     destructive: int = 0
     destroyed: str | None = None
@@ -102,18 +122,21 @@ def fabric_factor(t: Truth, spine: int, drop: float) -> float:
     return factor
 
 
+_VIEWS = ("ranks", "nodes")
+
+
 @dataclass(slots=True)
 class View:
     """What the agent has been told. The only input to observations, preconditions and the
-    vector encoding.
+    vector encoding. ``gated`` is the task's phase gating: it shapes rejections only after a
+    read has shown the agent the fleet, and is never shown itself.
     """
 
-    task: str
-    faults: tuple[str, ...]
     level: Level
     gated: bool
     coordination: bool
-    hosts: tuple[str, ...]
+    hosts: list[str]
+    spares: list[str]
     allowance: int
     calls: int = 0
     tokens: int = 0
@@ -136,31 +159,50 @@ class View:
     restarted: list[int] = field(default_factory=list)
     fixed_paths: list[int] = field(default_factory=list)
     drained: list[int] = field(default_factory=list)
+    rescheduled: list[int] = field(default_factory=list)
     ring_aware: bool = False
     ring_spine: int | None = None
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
     consensus: dict[str, Any] | None = None
     delegations: int = 0
-    ranks: np.ndarray = field(
-        default_factory=lambda: np.zeros((N_RANKS, RANK_FEATURES), np.float32)
+    features: np.ndarray = field(
+        default_factory=lambda: np.zeros(N_RANKS * RANK_FEATURES + N_NODES * NODE_FEATURES, "f4")
     )
-    nodes: np.ndarray = field(
-        default_factory=lambda: np.zeros((N_NODES, NODE_FEATURES), np.float32)
-    )
+    """The per-rank and per-node features in one buffer (``ranks`` and ``nodes`` view it), so
+    that the vector encoding copies them at once."""
+    ranks: np.ndarray = field(init=False)
+    nodes: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        split = N_RANKS * RANK_FEATURES
+        self.ranks = self.features[:split].reshape(N_RANKS, RANK_FEATURES)
+        self.nodes = self.features[split:].reshape(N_NODES, NODE_FEATURES)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # ``ranks`` and ``nodes`` are views of ``features``: rebuilt, never pickled apart
+        return {f: getattr(self, f) for f in self.__dataclass_fields__ if f not in _VIEWS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def stale(self) -> bool:
         """Whether the last scrape predates the agent's last remediation."""
         return self.scrape is None or self.scrape_call <= self.last_remediation
 
     def implicated(self, rank: int) -> bool:
-        """Whether evidence points at ``rank``: a current XID on its GPU, or its flight recorder
-        shows it never enqueued the collective its peers wait on.
+        """Whether anything the agent was told points at ``rank``: an alert or a hot GPU in the
+        last scrape, an error in its log, a current Xid 79 on its GPU, a flight recorder behind
+        its peers, or a specialist naming it.
         """
-        kernel = self.kernel.get(node_of(rank))
-        if kernel and rank in kernel["current_xid79_ranks"]:
-            return True
-        dump = self.flight.get(rank)
-        return bool(dump and dump["behind"])
+        row = self.ranks[rank].tolist()  # plain floats: cheaper than a numpy reduction
+        return any(row[i] for i in EVIDENCE)
+
+    def spare_free(self, node: int) -> bool:
+        """Whether the spare of ``node``'s leaf is still free."""
+        leaf = LEAF_OF_NODE[node]
+        return not any(LEAF_OF_NODE[n] == leaf for n in self.rescheduled)
 
 
 # -- arguments --------------------------------------------------------------------------
@@ -177,6 +219,20 @@ class RankArgs(Args):
 
     rank: int = Field(
         ge=0, le=N_RANKS - 1, description="Global rank 0-31 (GPU rank % 8 of node rank // 8)."
+    )
+
+
+class FlightArgs(Args):
+    """A rank, and how many of the newest entries of its ring buffer to return."""
+
+    rank: int = Field(
+        ge=0, le=N_RANKS - 1, description="Global rank 0-31 (GPU rank % 8 of node rank // 8)."
+    )
+    last: int = Field(
+        4,
+        ge=1,
+        le=FR_BUFFER,
+        description=f"How many of the newest entries to return (the buffer holds {FR_BUFFER}).",
     )
 
 
@@ -209,6 +265,8 @@ class CoalitionArgs(Args):
 
 
 # -- preconditions: functions of the view only ------------------------------------------
+# Every remediation first needs evidence that only a read can give, so that a call made before
+# any read is rejected for the same reason in every family; the task's phase gating comes after.
 
 
 def rank_in_service(view: View, args: Args) -> str | None:
@@ -222,31 +280,33 @@ def node_in_service(view: View, args: Args) -> str | None:
     return f"node {view.hosts[args.node]} is drained" if args.node in view.drained else None
 
 
-def rank_implicated_when_gated(view: View, args: Args) -> str | None:
-    """In a phase-gated task, a current XID 79 or a flight recorder behind implicates the rank."""
-    if view.gated and not view.implicated(args.rank):
-        return f"phase gating: no evidence implicates rank {args.rank}; investigate it first"
+def rank_implicated(view: View, args: Args) -> str | None:
+    """Something the agent read implicates the rank (an alert, a hot GPU, an error in its log,
+    an Xid on its GPU, a flight recorder behind its peers, a specialist's finding).
+    """
+    if not view.implicated(args.rank):
+        return f"nothing you have read implicates rank {args.rank}; investigate it first"
+    return None
+
+
+def topology_seen(view: View, args: Args) -> str | None:
+    """The topology (show_topology) has been read."""
+    if view.topology is None:
+        return "read the topology (show_topology) before changing the ring"
     return None
 
 
 def oom_phase_closed(view: View, args: Args) -> str | None:
-    """In a phase-gated task, a fresh scrape has shown the job no longer stalled (OOM closed)."""
+    """In a phase-gated task, a fresh scrape has shown the job no longer stalled (phase 2)."""
     if view.gated and view.phase < 2:
-        return "phase gating: the OOM phase is not closed; confirm the job is no longer stalled"
-    return None
-
-
-def topology_seen_when_gated(view: View, args: Args) -> str | None:
-    """In a phase-gated task, the topology (show_topology) has been read."""
-    if view.gated and view.topology is None:
-        return "phase gating: read the topology (show_topology) before changing the ring"
+        return "phase gating: the first phase is not closed; confirm the job is no longer stalled"
     return None
 
 
 def congestion_phase_closed(view: View, args: Args) -> str | None:
-    """In a phase-gated task, three benchmark samples at target have closed the fabric phase."""
+    """In a phase-gated task, three benchmark samples at target have closed phase 2."""
     if view.gated and view.phase < 3:
-        return "phase gating: the congestion phase is not closed; confirm the fabric fix first"
+        return "phase gating: the fabric phase is not closed; confirm the fabric (benchmarks)"
     return None
 
 
@@ -301,8 +361,22 @@ def coalition_phase_open(view: View, args: Args) -> str | None:
     return None
 
 
-def version_seen_when_gated(view: View, args: Args) -> str | None:
-    """In a phase-gated task, the node's NCCL version has been checked."""
-    if view.gated and args.node not in view.versions:
-        return f"phase gating: check node {args.node}'s NCCL version first"
+def version_checked(view: View, args: Args) -> str | None:
+    """The node's NCCL version has been checked (check_nccl_version)."""
+    if args.node not in view.versions:
+        return f"check node {args.node}'s NCCL version first"
+    return None
+
+
+def node_drained(view: View, args: Args) -> str | None:
+    """The node has been drained."""
+    if args.node not in view.drained:
+        return f"node {view.hosts[args.node]} is not drained; drain it before rescheduling"
+    return None
+
+
+def spare_available(view: View, args: Args) -> str | None:
+    """The spare node of the node's leaf is free."""
+    if not view.spare_free(args.node):
+        return f"the spare of leaf {LEAF_OF_NODE[args.node]} is already in use"
     return None

@@ -5,9 +5,15 @@ array of uniform draws, so a call consumes the same amount of randomness whateve
 is. Text is produced only here, only when a tool asks for it.
 
 Formats imitated: NCCL debug lines (``<host>:<pid>:<tid> [<dev>] NCCL INFO ...``), PyTorch's
-``ProcessGroupNCCL`` watchdog lines, the flight recorder's dump (``version``, ``pg_config``,
-``pg_status``, ``entries``), ``NVRM: Xid`` kernel messages, and nccl-tests' ``all_reduce_perf``
-table.
+``ProcessGroupNCCL`` watchdog lines and its ``torch.OutOfMemoryError`` message, the flight
+recorder's dump (``version``, ``pg_config``, ``pg_status``, ``entries``, from a ring buffer of
+``TORCH_NCCL_TRACE_BUFFER_SIZE=2000`` entries), ``NVRM: Xid`` kernel messages and nccl-tests'
+``all_reduce_perf`` table.
+
+A CUDA out-of-memory error logs no Xid: the rank's process dies with the allocator's message in
+its log, its peers time out in the collective it never joined, and its memory telemetry sits at
+capacity. Xid 79 is a different fault: the GPU fell off the PCIe bus; the kernel logs it, NVML
+can no longer read the GPU, and the rank's process fails with a CUDA error.
 """
 
 from __future__ import annotations
@@ -22,12 +28,17 @@ from opsgym.envs.fleet.tasks import (
     BAD_NCCL,
     GOOD_NCCL,
     GPUS_PER_NODE,
+    INCIDENTS,
     LEAF_OF_NODE,
+    N_MACHINES,
     N_NODES,
     N_RANKS,
     N_SPINES,
     PCI_BUS,
+    SPARE_OF_LEAF,
     Level,
+    bench_holds,
+    bench_ratio,
     node_of,
 )
 
@@ -49,23 +60,28 @@ BENIGN_XIDS = (
     (63, "Row Remapper: New row marked for remapping, reboot GPU to activate."),
     (94, "Contained: CE User Channel (0x9). RST: No, D-RST: No"),
 )
+FALLEN_OFF = "GPU has fallen off the bus."
 OP_TYPES = {
     "nccl:all_reduce": "ALLREDUCE",
     "nccl:all_gather": "ALLGATHER",
     "nccl:reduce_scatter": "REDUCE_SCATTER",
 }
+CACHED = 256
+"""Rendered logs and dumps an episode keeps at most (the cache starts over beyond)."""
 JITTER = 0.05
 """Relative standard deviation of a benchmark sample."""
 BENCH_DRAWS = 3
 SCRAPE_DRAWS = 3 + (N_NODES + 1) + 2 * N_RANKS + 1
-LOG_DRAWS = 4
-FR_DRAWS = 6
-KERNEL_DRAWS = 4
+BENIGN_DRAWS = 4
+"""Draws per machine for the benign Xid it may have logged (whatever the level's rate)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Inventory:
-    """Public facts about the fleet, drawn from the seed: names, pids, addresses, nominals."""
+    """Public facts about the fleet, drawn from the seed: names, pids, addresses, nominals.
+
+    Machines 0-3 run the job at the start; machines 4 and 5 are the spares of leaf 0 and 1.
+    """
 
     job: str
     hosts: tuple[str, ...]
@@ -73,39 +89,58 @@ class Inventory:
     pids: tuple[int, ...]
     tids: tuple[int, ...]
     job_start_uptime: tuple[float, ...]
+    run_s: float
     nominal_busbw: float
     nominal_tps: float
     seq0: int
     comm_id: str
+    incident: str
 
     @classmethod
     def draw(cls, rng: np.random.Generator) -> Inventory:
         """Draw an inventory: always the same number of draws."""
-        u = rng.random(6 + 2 * N_RANKS + N_NODES).tolist()
+        u = rng.random(8 + 2 * N_RANKS + N_MACHINES).tolist()
         rack = "abcdefgh"[int(u[0] * 8)]
         row = 1 + int(u[1] * 20)
-        hosts = tuple(f"hgx-{rack}{row:02d}-n{i + 1:02d}" for i in range(N_NODES))
-        ips = tuple(f"10.{40 + row}.{i + 1}.{11 + int(u[2] * 200)}" for i in range(N_NODES))
-        pids = tuple(20000 + int(u[6 + r] * 40000) for r in range(N_RANKS))
-        tids = tuple(p + 60 + int(u[6 + N_RANKS + r] * 90) for r, p in enumerate(pids))
+        hosts = tuple(f"hgx-{rack}{row:02d}-n{i + 1:02d}" for i in range(N_MACHINES))
+        ips = tuple(f"10.{40 + row}.{i + 1}.{11 + int(u[2] * 200)}" for i in range(N_MACHINES))
+        pids = tuple(20000 + int(u[8 + r] * 40000) for r in range(N_RANKS))
+        tids = tuple(p + 60 + int(u[8 + N_RANKS + r] * 90) for r, p in enumerate(pids))
         uptimes = tuple(
-            round(86400.0 + 200000.0 * u[6 + 2 * N_RANKS + i], 6) for i in range(N_NODES)
+            round(86400.0 + 200000.0 * u[8 + 2 * N_RANKS + i], 6) for i in range(N_MACHINES)
         )
+        job = f"llm-pretrain-{int(u[3] * 900) + 100}"
         return cls(
-            job=f"llm-pretrain-{int(u[3] * 900) + 100}",
+            job=job,
             hosts=hosts,
             ips=ips,
             pids=pids,
             tids=tids,
             job_start_uptime=uptimes,
+            run_s=round(3600.0 * (3.0 + 27.0 * u[6]), 3),
             nominal_busbw=round(350.0 + 30.0 * float(u[4]), 1),
             nominal_tps=round(180000.0 + 60000.0 * float(u[5]), 0),
             seq0=18000 + int(u[5] * 4000),
             comm_id=f"0x{int(u[3] * 2**48):012x}",
+            incident=INCIDENTS[int(u[7] * len(INCIDENTS))].format(job=job),
         )
 
+    def uptime(self, machine: int, clock: float) -> float:
+        """A machine's uptime (seconds) at ``clock`` minutes into the incident."""
+        return self.job_start_uptime[machine] + self.run_s + 60.0 * clock
 
-_ALL_RANKS = str(list(range(N_RANKS)))
+
+def benign_xids(level: Level, rng: np.random.Generator) -> list[tuple[int, int, float] | None]:
+    """The benign Xid each machine logged during the job, if any (with the level's red-herring
+    rate): ``(kind, gpu, share of the run before it)``. Always the same number of draws.
+    """
+    u = rng.random(BENIGN_DRAWS * N_MACHINES).tolist()
+    out: list[tuple[int, int, float] | None] = []
+    for m in range(N_MACHINES):
+        a, b, c, d = u[BENIGN_DRAWS * m : BENIGN_DRAWS * (m + 1)]
+        logged = a < level.red_herring
+        out.append((int(b * len(BENIGN_XIDS)), int(c * GPUS_PER_NODE), d) if logged else None)
+    return out
 
 
 def ring_order(aware: bool) -> list[int]:
@@ -114,9 +149,16 @@ def ring_order(aware: bool) -> list[int]:
     return [n * GPUS_PER_NODE + g for n in nodes for g in range(GPUS_PER_NODE)]
 
 
-def _prefix(inv: Inventory, rank: int, main: bool = False) -> str:
+def _prefix(hosts: Sequence[str], inv: Inventory, rank: int, main: bool = False) -> str:
     tid = inv.pids[rank] if main else inv.tids[rank]
-    return f"{inv.hosts[node_of(rank)]}:{inv.pids[rank]}:{tid} [{rank % GPUS_PER_NODE}]"
+    return f"{hosts[node_of(rank)]}:{inv.pids[rank]}:{tid} [{rank % GPUS_PER_NODE}]"
+
+
+def jitter(rank: int, seq: int) -> float:
+    """A fixed pseudo-random share in [0, 1) for ``(rank, seq)``: the details of a log line or
+    a flight-recorder entry, which must read the same twice, drawn from no generator.
+    """
+    return ((seq * 2654435761 + rank * 40503) % 10007) / 10007
 
 
 # -- the surface: a scrape of the dashboard ----------------------------------------------
@@ -130,9 +172,12 @@ def scrape(
     Returns the report and counts for the record: whether it carries a red herring, how many
     degraded parts it should show, and how many of those it masks.
     """
-    status, drained = s["status"], set(s["drained"])
+    status, drained, hosts = s["status"], set(s["drained"]), s["hosts"]
+    oom, lost = s["oom"], s["lost"]
     degraded: dict[int, str] = {}
-    for rank in s["oom"]:
+    for rank in lost:
+        degraded.setdefault(node_of(rank), "lost")
+    for rank in oom:
         degraded.setdefault(node_of(rank), "oom")
     for node in s["version_nodes"]:
         degraded.setdefault(node, "version")
@@ -143,25 +188,30 @@ def scrape(
     for node, kind in sorted(degraded.items()):
         if node in masked:
             continue
-        if kind == "oom":
-            rank = min(r for r in s["oom"] if node_of(r) == node)
+        if kind in ("oom", "lost"):
+            rank = min(r for r in (oom if kind == "oom" else lost) if node_of(r) == node)
+            gpu = rank % GPUS_PER_NODE
+            detail = (
+                f"memory {79.3 + 0.6 * float(u[0]):.1f}/80.0 GiB at its last sample"
+                if kind == "oom"
+                else "NVML: Unable to determine the device handle for the GPU: GPU is lost"
+            )
             alerts.append(
                 {
                     "severity": "critical",
-                    "source": inv.hosts[node],
+                    "source": hosts[node],
                     "rank": rank,
-                    "message": f"rank {rank} (GPU {rank % GPUS_PER_NODE}): no heartbeat, "
-                    f"memory {79.3 + 0.6 * float(u[0]):.1f}/80.0 GiB",
+                    "message": f"rank {rank} (GPU {gpu}): no heartbeat; {detail}",
                 }
             )
         else:
             alerts.append(
                 {
                     "severity": "warning",
-                    "source": inv.hosts[node],
+                    "source": hosts[node],
                     "rank": None,
                     "message": "NCCL WARN Message truncated on communicators of "
-                    f"{inv.hosts[node]} ({max(1, round(8 * s['spread']))}/8 affected)",
+                    f"{hosts[node]} ({max(1, round(8 * s['spread']))}/8 affected)",
                 }
             )
     if spine is not None and not spine_masked:
@@ -186,7 +236,7 @@ def scrape(
         alerts.append(
             {
                 "severity": "warning",
-                "source": inv.hosts[node],
+                "source": hosts[node],
                 "rank": node * GPUS_PER_NODE + gpu,
                 "message": text,
             }
@@ -197,31 +247,28 @@ def scrape(
     nodes = []
     for node in range(N_NODES):
         if node in drained:
-            nodes.append({"host": inv.hosts[node], "status": "drained", "gpus": []})
+            nodes.append({"host": hosts[node], "status": "drained", "gpus": []})
             continue
         gpus = []
         for g in range(GPUS_PER_NODE):
             rank = node * GPUS_PER_NODE + g
             a, b = float(noise[2 * rank]), float(noise[2 * rank + 1])
-            mem, beat = 58.0 + 14.0 * a, 1 + int(3 * b)
-            util = 55 + int(25 * b) if status == "degraded" else 91 + int(8 * b)
+            mem: float | None = round(58.0 + 14.0 * a, 1)
+            util: int | None = 55 + int(25 * b) if status == "degraded" else 91 + int(8 * b)
+            beat = 1 + int(3 * b)
             if spinning:
                 util = 100  # NCCL kernels spin while a collective waits
-            if rank in s["oom"] and node not in masked:
-                mem, util, beat = 79.3 + 0.6 * a, 0, 30 + int(60 * b)
+            if node not in masked and rank in lost:
+                mem, util, beat = None, None, 30 + int(60 * b)  # NVML cannot read a lost GPU
+            elif node not in masked and rank in oom:
+                mem, util, beat = round(79.3 + 0.6 * a, 1), 0, 30 + int(60 * b)
             elif rank == s["decoy_rank"]:
-                mem = 79.0 + 0.6 * a
+                mem = round(79.0 + 0.6 * a, 1)  # at its high watermark, and healthy
             gpus.append(
-                {
-                    "rank": rank,
-                    "gpu": g,
-                    "mem_gib": round(mem, 1),
-                    "util_pct": util,
-                    "heartbeat_s": beat,
-                }
+                {"rank": rank, "gpu": g, "mem_gib": mem, "util_pct": util, "heartbeat_s": beat}
             )
         shown = "degraded" if node in degraded and node not in masked else "ok"
-        nodes.append({"host": inv.hosts[node], "status": shown, "gpus": gpus})
+        nodes.append({"host": hosts[node], "status": shown, "gpus": gpus})
     tps = 0.0 if spinning else inv.nominal_tps * s["factor"] * (1.0 + 0.1 * (float(u[-1]) - 0.5))
     report = {
         "job": {
@@ -229,6 +276,7 @@ def scrape(
             "status": status,
             "throughput_tokens_per_s": round(tps),
             "nominal_tokens_per_s": inv.nominal_tps,
+            "nodes_in_job": N_NODES - len(drained),
         },
         "alerts": alerts,
         "nodes": nodes,
@@ -241,67 +289,149 @@ def scrape(
 # -- deep diagnostics ----------------------------------------------------------------------
 
 
-def nccl_log(inv: Inventory, node: int, s: dict[str, Any], u: Sequence[float]) -> dict[str, Any]:
-    """The NCCL and ProcessGroupNCCL lines of one node's ranks, and what a reader extracts."""
-    version = BAD_NCCL if node in s["version_nodes"] else GOOD_NCCL
-    order = ring_order(s["ring_aware"])
+def _oom_line(rank: int) -> str:
+    j, k = jitter(rank, 7), jitter(rank, 11)
+    ask = 1.5 + 2.0 * j
+    free = 100 + int(500 * k)
+    in_use = 79.10 - free / 1024
+    reserved = 0.8 + 2.0 * jitter(rank, 13)
+    return (
+        f"[rank{rank}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        f"{ask:.2f} GiB. GPU {rank % GPUS_PER_NODE} has a total capacity of 79.10 GiB of which "
+        f"{free}.00 MiB is free. Including non-PyTorch memory, this process has {in_use:.2f} GiB "
+        f"memory in use. Of the allocated memory {in_use - reserved - 0.5:.2f} GiB is allocated "
+        f"by PyTorch, and {reserved:.2f} GiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def _nccl_init(
+    inv: Inventory, hosts: Sequence[str], node: int, machine: int, version: str, aware: bool
+) -> str:
+    """The lines one node's ranks log at NCCL init: they change only with the machine, the
+    NCCL version it loads and the ring's order.
+    """
+    order = ring_order(aware)
     ranks = range(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)
-    lines = []
-    for rank in ranks:
-        p = _prefix(inv, rank, main=True)
-        lines.append(f"{p} NCCL INFO Bootstrap : Using ens12f0np0:{inv.ips[node]}<0>")
-        lines.append(f"{p} NCCL INFO NCCL version {version}+cuda12.4")
-    first = ranks[0]
-    p = _prefix(inv, first)
+    host, ip = hosts[node], inv.ips[machine]
+    p = _prefix(hosts, inv, ranks[0], main=True)
+    lines = [f"{p} NCCL INFO Bootstrap : Using ens12f0np0:{ip}<0>"]
+    lines += [
+        f"{host}:{inv.pids[r]}:{inv.pids[r]} [{r % 8}] NCCL INFO NCCL version {version}+cuda12.4"
+        for r in ranks
+    ]
+    p = _prefix(hosts, inv, ranks[0])
     lines.append(
         f"{p} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
-        f"[3]mlx5_3:1/IB ; OOB ens12f0np0:{inv.ips[node]}<0>"
+        f"[3]mlx5_3:1/IB ; OOB ens12f0np0:{ip}<0>"
     )
     lines.append(f"{p} NCCL INFO Channel 00/02 : " + " ".join(f"{r:>3}" for r in order))
     for i, rank in enumerate(order):
         nxt = order[(i + 1) % N_RANKS]
         if node_of(rank) == node and node_of(nxt) != node:
             lines.append(
-                f"{_prefix(inv, rank)} NCCL INFO Channel 00/0 : {rank}[{rank % 8}] -> "
+                f"{_prefix(hosts, inv, rank)} NCCL INFO Channel 00/0 : {rank}[{rank % 8}] -> "
                 f"{nxt}[{nxt % 8}] [send] via NET/IB/{rank % 4}"
             )
-    for rank in ranks:
+    lines += [
+        f"{host}:{inv.pids[r]}:{inv.tids[r]} [{r % 8}] NCCL INFO comm 0x{0x55D0A000 + r * 4096:x} "
+        f"rank {r} nranks {N_RANKS} cudaDev {r % 8} nvmlDev {r % 8} busId {PCI_BUS[r % 8]}000 "
+        f"commId {inv.comm_id} - Init COMPLETE"
+        for r in ranks
+    ]
+    if jitter(node, machine) < 0.5:
+        rank = ranks[int(jitter(machine, node) * GPUS_PER_NODE)]
         lines.append(
-            f"{_prefix(inv, rank)} NCCL INFO comm 0x{0x55D0A000 + rank * 4096:x} rank {rank} "
-            f"nranks {N_RANKS} cudaDev {rank % 8} nvmlDev {rank % 8} busId {PCI_BUS[rank % 8]}000"
-            f" commId {inv.comm_id} - Init COMPLETE"
-        )
-    warnings = 0
-    if s["version_nodes"] and not s["stalled_by_oom"]:
-        affected = max(1, round(4 * s["spread"]))
-        near = {(b + d) % N_NODES for b in s["version_nodes"] for d in (-1, 1)}
-        if node in near or affected >= 3:
-            for k in range(min(affected, GPUS_PER_NODE)):
-                rank = ranks[(k * 3) % GPUS_PER_NODE]
-                size = 1 << (17 + k % 4)
-                lines.append(
-                    f"{_prefix(inv, rank)} NCCL WARN Message truncated : received {2 * size} "
-                    f"bytes instead of {size}"
-                )
-                warnings += 1
-    if u[0] < 0.5:
-        rank = ranks[int(u[1] * GPUS_PER_NODE)]
-        lines.append(
-            f"{_prefix(inv, rank)} NCCL INFO NVLS multicast support is not available on "
+            f"{_prefix(hosts, inv, rank)} NCCL INFO NVLS multicast support is not available on "
             f"dev {rank % 8}"
         )
+    return "\n".join(lines)
+
+
+def nccl_log(
+    inv: Inventory, node: int, s: dict[str, Any], cache: dict[tuple[Any, ...], str]
+) -> dict[str, Any]:
+    """The log of one node's ranks (NCCL lines, watchdog timeouts, the errors a process died
+    of) as text, and what a reader extracts from it. The log is a function of the state: read
+    twice, it says the same. ``cache`` keeps the init lines between calls.
+    """
+    hosts = s["hosts"]
+    machine = s["slots"][node]
+    version = BAD_NCCL if node in s["version_nodes"] else GOOD_NCCL
+    ranks = range(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)
+    affected = 0
+    if s["version_nodes"] and not s["stalled_by_rank"]:
+        affected = max(1, round(4 * s["spread"]))
+        near = {(b + d) % N_NODES for b in s["version_nodes"] for d in (-1, 1)}
+        if node not in near and affected < 3:
+            affected = 0
+    status = s["status"]
+    stopped = status in ("stalled", "hung")
+    key = (
+        node,
+        machine,
+        version,
+        s["ring_aware"],
+        affected,
+        stopped
+        and (
+            status,
+            s["seq"],
+            tuple(r for r in s["oom"] if r in ranks),
+            tuple(r for r in s["lost"] if r in ranks),
+        ),
+    )
+    found = cache.get(key)
+    if found is None:
+        if len(cache) > CACHED:
+            cache.clear()
+        found = cache[key] = _nccl_render(inv, node, s, ranks, version, affected, cache)
+    log, summary = found
+    return {"host": hosts[node], "log": log, "summary": summary}
+
+
+def _nccl_render(
+    inv: Inventory,
+    node: int,
+    s: dict[str, Any],
+    ranks: range,
+    version: str,
+    affected: int,
+    cache: dict[tuple[Any, ...], Any],
+) -> tuple[str, dict[str, Any]]:
+    """The log's text and its summary."""
+    hosts, machine = s["hosts"], s["slots"][node]
+    key = (node, machine, version, s["ring_aware"])
+    log = cache.get(key)
+    if log is None:
+        log = cache[key] = _nccl_init(inv, hosts, node, machine, version, s["ring_aware"])
+    lines = []
+    warnings = 0
+    for k in range(min(affected, GPUS_PER_NODE)):
+        rank = ranks[(k * 3) % GPUS_PER_NODE]
+        size = 1 << (17 + k % 4)
+        lines.append(
+            f"{_prefix(hosts, inv, rank)} NCCL WARN Message truncated : received "
+            f"{2 * size} bytes instead of {size}"
+        )
+        warnings += 1
     watchdog: dict[str, str] = {}
-    errors: list[int] = []
+    oom_errors: list[int] = []
+    cuda_errors: list[int] = []
     if s["status"] in ("stalled", "hung"):
         seq = s["seq"] + 1
         for rank in ranks:
             if rank in s["oom"]:
-                errors.append(rank)
-                lines.append(
-                    f"[rank{rank}]: torch.OutOfMemoryError: CUDA out of memory. Tried to "
-                    f"allocate {1.5 + float(u[2]):.2f} GiB. GPU {rank % 8} has a total capacity "
-                    f"of 79.10 GiB of which {100 + int(300 * u[3])}.00 MiB is free."
-                )
+                oom_errors.append(rank)
+                lines.append(_oom_line(rank))
+                continue
+            if rank in s["lost"]:
+                cuda_errors.append(rank)
+                lines.append(f"{_prefix(hosts, inv, rank)} NCCL WARN Cuda failure 'unknown error'")
+                lines.append(f"[rank{rank}]: RuntimeError: CUDA error: unknown error")
                 continue
             op = s["desync_op"] if rank == s["desync_rank"] and s["status"] == "hung" else None
             kind = OP_TYPES[op or "nccl:all_reduce"]
@@ -312,174 +442,95 @@ def nccl_log(inv: Inventory, node: int, s: dict[str, Any], u: Sequence[float]) -
                 f"{inv.pids[rank]} ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
                 f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={kind}, "
                 f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for "
-                f"{600000 + int(900 * u[2])} milliseconds before timing out."
+                f"{600000 + int(900 * jitter(rank, seq))} milliseconds before timing out."
             )
+    if lines:
+        log = log + "\n" + "\n".join(lines)
     summary = {
         "version": version,
         "truncation_warnings": warnings,
         "watchdog_ops": watchdog,
-        "oom_errors": errors,
+        "oom_errors": oom_errors,
+        "cuda_errors": cuda_errors,
     }
-    return {"host": inv.hosts[node], "lines": lines, "summary": summary}
+    return log, summary
 
 
-def kernel_log(inv: Inventory, node: int, s: dict[str, Any], u: Sequence[float]) -> dict[str, Any]:
-    """``dmesg`` of one node: XID lines (real, benign red herrings, stale decoys) and noise."""
-    start = inv.job_start_uptime[node]
+def kernel_log(inv: Inventory, node: int, s: dict[str, Any]) -> dict[str, Any]:
+    """``dmesg`` of the machine serving one node, as text: Xid lines (a GPU that fell off the
+    bus, a benign one the machine logged, stale decoys from before the job) and noise.
+    """
+    machine = s["slots"][node]
+    start = s["job_start"][machine]
     events: list[tuple[float, int, int, str]] = []
-    for rank, since in s["xid79"]:
-        if node_of(rank) == node:
-            events.append((start + 60.0 * since + 0.5, 79, rank, "GPU has fallen off the bus."))
-    if s["stale_xid"] is not None and s["stale_xid"][0] == node:
-        gpu = s["stale_xid"][1]
-        events.append((start * 0.4, 79, node * GPUS_PER_NODE + gpu, "GPU has fallen off the bus."))
-    if u[0] < s["red_herring"]:
-        xid, text = BENIGN_XIDS[int(u[1] * len(BENIGN_XIDS))]
-        gpu = int(u[2] * GPUS_PER_NODE)
-        events.append((start + 60.0 * s["clock"] * float(u[3]), xid, node * 8 + gpu, text))
-    lines = [
+    for where, gpu, clock in s["xids"]:
+        if where == machine:
+            events.append((inv.uptime(machine, clock), 79, gpu, FALLEN_OFF))
+    if s["stale_xid"] is not None and s["stale_xid"][0] == machine:
+        events.append((start * 0.4, 79, s["stale_xid"][1], FALLEN_OFF))
+    benign = s["benign"][machine]
+    if benign is not None:
+        kind, gpu, share = benign
+        xid, text = BENIGN_XIDS[kind]
+        events.append((start + inv.run_s * share, xid, gpu, text))
+    noise = [
         (start - 3600.0, "nvidia-peermem: loading out-of-tree module taints kernel."),
         (
             start - 1800.0,
             "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode. Quota mode: none.",
         ),
     ]
-    earliest = start + 30.0 if s["dmesg_wrapped"] else 0.0  # the ring buffer lost the start
-    lines = [f"[{t:>13.6f}] {text}" for t, text in lines if t >= earliest]
+    # a wrapped ring buffer has lost everything older than the middle of the job's run
+    earliest = start + inv.run_s / 2 if s["dmesg_wrapped"] else 0.0
+    lines = [f"[{t:>13.6f}] {text}" for t, text in noise if t >= earliest]
     xids = []
     current = []
-    for t, xid, rank, text in sorted(events):
+    for t, xid, gpu, text in sorted(events):
         if t < earliest:
             continue
-        bus = PCI_BUS[rank % GPUS_PER_NODE]
+        bus = PCI_BUS[gpu]
+        rank = node * GPUS_PER_NODE + gpu
         lines.append(
-            f"[{t:>13.6f}] NVRM: Xid (PCI:0000:{bus}:00): {xid}, pid={inv.pids[rank]}, "
-            f"name=python3, {text}"
+            f"[{t:>13.6f}] NVRM: Xid (PCI:0000:{bus}:00): {xid}, pid={inv.pids[rank]}, {text}"
         )
-        xids.append({"xid": xid, "gpu": rank % 8, "rank": rank, "uptime_s": round(t, 6)})
-        restarted = s["restarted_at"].get(rank)
-        if xid == 79 and t >= start and (restarted is None or t > start + 60.0 * restarted):
+        if xid == 79:
+            lines.append(f"[{t + 0.000004:>13.6f}] NVRM: GPU 0000:{bus}:00.0: {text}")
+        xids.append({"xid": xid, "gpu": gpu, "rank": rank, "uptime_s": round(t, 6)})
+        if xid == 79 and t >= start:
             current.append(rank)
     summary = {
-        "job_start_uptime_s": start,
-        "earliest_uptime_s": earliest or None,
+        "job_start_uptime_s": round(start, 6),
+        "earliest_uptime_s": round(earliest, 6) if earliest else None,
         "xids": xids,
         "current_xid79_ranks": sorted(set(current)),
     }
-    return {"host": inv.hosts[node], "lines": lines, "summary": summary}
-
-
-def flight_recorder(
-    inv: Inventory, rank: int, s: dict[str, Any], u: Sequence[float]
-) -> dict[str, Any]:
-    """A PyTorch flight-recorder dump of ``rank``'s default process group."""
-    seq = s["seq"]
-    status = s["status"]
-    behind = rank in s["oom"]
-    stuck = status in ("stalled", "hung") and not behind
-    op = "nccl:all_reduce"
-    if status == "hung" and rank == s["desync_rank"]:
-        op = s["desync_op"]
-    last = seq + 1 if stuck else seq
-    entries = []
-    base_ns = 1731400000000000000 + int(s["clock"] * 60e9)
-    for i, cseq in enumerate(range(last - 4, last + 1)):
-        running = cseq == last and stuck
-        name = op if cseq == last else "nccl:all_reduce"
-        numel = 262144 if name != "nccl:all_reduce" else 1048576
-        created = base_ns - (last - cseq) * 850_000_000 - int(u[i] * 1e6)
-        entries.append(
-            {
-                "record_id": cseq - s["seq0"],
-                "pg_id": 0,
-                "process_group": ["0", "default_pg"],
-                "collective_seq_id": cseq,
-                "p2p_seq_id": 0,
-                "op_id": cseq,
-                "profiling_name": name,
-                "time_created_ns": created,
-                "duration_ms": None if running else round(3.0 + 9.0 * float(u[i]), 3),
-                "input_sizes": [[numel]],
-                "input_dtypes": ["BFloat16"],
-                "output_sizes": [[numel * (N_RANKS if name == "nccl:all_gather" else 1)]],
-                "output_dtypes": ["BFloat16"],
-                "state": "started" if running else "completed",
-                "time_discovered_started_ns": created + 1000,
-                "time_discovered_completed_ns": None if running else created + 5_000_000,
-                "retired": not running,
-                "timeout_ms": 600000,
-                "is_p2p": False,
-                "frames": [
-                    {
-                        "name": "all_reduce" if name == "nccl:all_reduce" else name[5:],
-                        "filename": "torch/distributed/distributed_c10d.py",
-                        "line": 2501,
-                    },
-                    {"name": "train_step", "filename": "train/loop.py", "line": 188},
-                ],
-            }
-        )
-    completed = last - 1 if stuck else last
-    node = node_of(rank)
-    payload = {
-        "version": "2.5",
-        "pg_config": {
-            "0": {"name": "0", "desc": "default_pg", "ranks": _ALL_RANKS},
-            "1": {
-                "name": "1",
-                "desc": "intra_node",
-                "ranks": str(list(range(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE))),
-            },
-        },
-        "pg_status": {
-            "0": {
-                "last_enqueued_collective": last,
-                "last_started_collective": last,
-                "last_completed_collective": completed,
-            }
-        },
-        "entries": entries,
-        "warnings": [
-            "trace buffer (TORCH_NCCL_TRACE_BUFFER_SIZE=2000) is full; oldest entries dropped"
-        ]
-        if u[5] < 0.6
-        else [],
-    }
-    summary = {
-        "seq": last,
-        "op": op,
-        "state": entries[-1]["state"],
-        "enqueued": last,
-        "completed": completed,
-        "behind": behind and status == "stalled",
-    }
-    if rank == s["decoy_rank"]:  # a straggler: slow, but it joined every collective
-        entries[-2]["duration_ms"] = round(180.0 + 90.0 * float(u[4]), 3)
-    return {"rank": rank, "host": inv.hosts[node], "dump": payload, "summary": summary}
+    return {"host": s["hosts"][node], "dmesg": "\n".join(lines), "summary": summary}
 
 
 def benchmark(inv: Inventory, factor: float, u: Sequence[float]) -> dict[str, Any]:
     """One ``all_reduce_perf`` run over the job's ring: jittered bus bandwidth."""
     z = 2.0 * (float(u[0]) + float(u[1]) + float(u[2]) - 1.5)  # unit variance, within +-3
-    busbw = inv.nominal_busbw * factor * (1.0 + JITTER * z)
+    busbw = round(inv.nominal_busbw * factor * (1.0 + JITTER * z), 2)
     algbw = busbw * N_RANKS / (2 * (N_RANKS - 1))
     size = 1 << 30
-    time_us = size / (algbw * 1e3)
-    lines = [
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong",
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)",
+    time_us = size / (algbw * 1e3) if algbw else float("inf")
+    table = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n"
         f"  {size:>11}  {size // 2:>12}  bfloat16     sum      -1  {time_us:7.1f}  "
-        f"{algbw:6.2f}  {busbw:6.2f}       0",
-    ]
+        f"{algbw:6.2f}  {busbw:6.2f}       0"
+    )
     return {
-        "busbw_gbps": round(busbw, 2),
+        "busbw_gbps": busbw,
         "nominal_gbps": inv.nominal_busbw,
-        "lines": lines,
+        "ratio": bench_ratio(busbw, inv.nominal_busbw),
+        "at_target": bench_holds(busbw, inv.nominal_busbw),
+        "output": table,
     }
 
 
 def topology(inv: Inventory, s: dict[str, Any], u: Sequence[float]) -> dict[str, Any]:
-    """Leaves, spines, the ring's order and route, and each spine's uplink counters."""
+    """Leaves, spines, spares, the ring's order and route, and each spine's uplink counters."""
     order = ring_order(s["ring_aware"])
     util, ecn = [], []
     for spine in range(N_SPINES):
@@ -489,11 +540,13 @@ def topology(inv: Inventory, s: dict[str, Any], u: Sequence[float]) -> dict[str,
         level = 0.88 + 0.1 * float(u[2 + spine]) if hot else min(base, 0.8)
         util.append(round(level, 3))
         ecn.append(int((40000 + 80000 * float(u[2 + spine])) if hot else 200 * float(u[spine])))
+    hosts = s["hosts"]
     return {
         "leaves": {
-            f"leaf-{leaf}": [inv.hosts[n] for n in range(N_NODES) if LEAF_OF_NODE[n] == leaf]
+            f"leaf-{leaf}": [hosts[n] for n in range(N_NODES) if LEAF_OF_NODE[n] == leaf]
             for leaf in range(2)
         },
+        "spares": {f"leaf-{leaf}": inv.hosts[m] for leaf, m in enumerate(SPARE_OF_LEAF)},
         "spines": [
             {"spine": s_, "uplink_utilisation": util[s_], "ecn_marked_packets_per_s": ecn[s_]}
             for s_ in range(N_SPINES)
@@ -506,14 +559,14 @@ def topology(inv: Inventory, s: dict[str, Any], u: Sequence[float]) -> dict[str,
     }
 
 
-def library_path(inv: Inventory, node: int, bad: bool, fixed: bool) -> dict[str, Any]:
+def library_path(host: str, bad: bool, fixed: bool) -> dict[str, Any]:
     """What ``echo $LD_LIBRARY_PATH`` and ``ldconfig`` say about libnccl on one node."""
     version = BAD_NCCL if bad else GOOD_NCCL
     path = f"/opt/nccl-{version}/lib:/usr/local/cuda-12.4/lib64"
     if not bad and not fixed:
         path = "/usr/local/cuda-12.4/lib64:/opt/nccl-2.27.0/lib"
     return {
-        "host": inv.hosts[node],
+        "host": host,
         "LD_LIBRARY_PATH": path,
         "libnccl": f"/opt/nccl-{version}/lib/libnccl.so.{version}",
         "version": version,

@@ -23,6 +23,9 @@ def _domain(worker: str, s: dict[str, Any]) -> tuple[str, dict[str, Any] | None]
     if worker == "log_inspector":
         if s["oom"]:
             return "oom", {"rank": min(s["oom"])}
+        if s["lost"]:
+            rank = min(s["lost"])
+            return "gpu_lost", {"rank": rank, "node": rank // 8}
         if s["hung"]:
             return "desync", {"rank": s["desync_rank"]}
         if s["version_nodes"]:
@@ -42,7 +45,8 @@ def _domain(worker: str, s: dict[str, Any]) -> tuple[str, dict[str, Any] | None]
 def _mislead(target: dict[str, Any], s: dict[str, Any], u: float) -> dict[str, Any]:
     """Another target of the same kind."""
     if "rank" in target:
-        return {"rank": (target["rank"] + 1 + int(u * (N_RANKS - 1))) % N_RANKS}
+        rank = (target["rank"] + 1 + int(u * (N_RANKS - 1))) % N_RANKS
+        return {"rank": rank, "node": rank // 8} if "node" in target else {"rank": rank}
     if "node" in target:
         return {"node": (target["node"] + 1 + int(u * (N_NODES - 1))) % N_NODES}
     if "spine" in target:
@@ -56,6 +60,8 @@ def recommend(fault: str, target: dict[str, Any] | None) -> str:
         return "none"
     if fault == "oom":
         return f"restart_rank(rank={target['rank']})"
+    if fault == "gpu_lost":
+        return f"drain_node(node={target['node']}) + reschedule(node={target['node']})"
     if fault == "congestion":
         return f"reorder_ring() + reroute_ring(spine={(target['spine'] + 1) % N_SPINES})"
     if fault == "version_mismatch":

@@ -1,8 +1,9 @@
-"""The GPU training-fleet world: dynamics, truth, the agent's view, and its 22 tools.
+"""The GPU training-fleet world: dynamics, truth, the agent's view, and its 23 tools.
 
 The tools live in two mixins (``diagnose.py``: reads; ``act.py``: remediation, coordination,
 destructive and terminal calls); this module holds what they share: the job's true status, the
-fabric, time and the downtime it costs, the telemetry scrape schedule, milestones and damage.
+fabric and the job's capacity, time and the downtime it costs, the telemetry scrape schedule,
+the step budget, tokens, milestones and damage.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from opsgym.core.tools import Args, Tool
 from opsgym.core.world import World
 from opsgym.envs.fleet.act import Actions
 from opsgym.envs.fleet.diagnose import Diagnostics
+from opsgym.envs.fleet.facts import derived, draw, force
 from opsgym.envs.fleet.state import Truth, View, fabric_factor
 from opsgym.envs.fleet.tasks import (
     BENCH_TARGET,
@@ -25,25 +27,30 @@ from opsgym.envs.fleet.tasks import (
     GPUS_PER_NODE,
     LEVELS,
     N_NODES,
+    SPARE_OF_LEAF,
+    WINDOW_MINUTES,
     Settings,
-    derived,
-    draw,
-    force,
     node_of,
     subgoals,
 )
-from opsgym.envs.fleet.telemetry import Inventory
+from opsgym.envs.fleet.telemetry import Inventory, benign_xids
 
 SEQ_PER_MINUTE = 40
 """Collectives the job completes per minute while it runs."""
+LOST_AT_MINUTE = -3.0
+"""When a lost GPU fell off the bus, in minutes before the incident was opened."""
 
 
 class Fleet(Actions, Diagnostics, World):
-    """Four HGX nodes of eight GPUs on two leaves and two spines, one training job, and the
-    faults of the scenario.
+    """Four HGX nodes of eight GPUs on two leaves and two spines, a spare node per leaf, one
+    training job, and the faults of the scenario.
     """
 
     tokens_per_call = 30
+    """Tokens charged for a call made without a count, and the least any accepted call costs
+    (a call's own JSON is not free), so that a caller reporting zero cannot lift its return."""
+    _reported = 0
+    _unpriced = -1  # the base class's ``tokens = 0`` is not a call
 
     def __init__(
         self,
@@ -55,48 +62,60 @@ class Fleet(Actions, Diagnostics, World):
     ):
         super().__init__(scenario, rng, rewards, overrides, config)
         self.settings = Settings.parse(self.config)
-        self.level = LEVELS[self.settings.level]
-        self.params = scenario.params
-        self.deadline = float(self.params["window"])
-        self.harsh = bool(self.params["harsh"])
-        self.allowance = self.settings.token_allowance or int(self.params["allowance"])
+        self.level = LEVELS[self.settings.level].scaled(self.settings.difficulty_multiplier)
+        self.params = params = scenario.params
+        self.deadline = WINDOW_MINUTES
+        self.budget = int(params["max_steps"])
+        self.harsh = bool(params["harsh"])
+        self.allowance = self.settings.token_allowance
         facts = force(draw(scenario, self.level, rng), self.overrides)
-        facts.update(derived(facts))
+        present = tuple(f for f in scenario.faults if facts[f"{f}_present"])
+        facts.update(derived(facts, present))
         self.facts = facts
-        self.inv = Inventory.draw(rng)
-        t = self.t = Truth(seq=self.inv.seq0)
-        has = scenario.has
-        self._xid79: list[list[Any]] = []
-        if has("oom"):
-            t.oom = [facts["oom_rank"]]
-            self._xid79.append([facts["oom_rank"], 0.0])
-        if has("congestion"):
-            t.congested, t.ring_aware = True, False
+        self.present = present
+        self._present_list = list(present)  # shared by every truth snapshot, never changed
+        self.inv = inv = Inventory.draw(rng)
+        self._benign = benign_xids(self.level, rng)
+        t = self.t = Truth(seq=inv.seq0)
+        t.oom = list(facts["oom_ranks"])
+        self._xids: list[tuple[int, int, float]] = []
+        if "gpu_lost" in present:
+            lost = facts["lost_rank"]
+            t.lost = [lost]
+            self._xids.append((node_of(lost), lost % GPUS_PER_NODE, LOST_AT_MINUTE))
+        t.ring_aware = not scenario.has("congestion")  # its tasks launch an interleaved ring
+        t.congested = "congestion" in present
         t.fabric = fabric_factor(t, facts["congested_spine"], facts["bw_drop"])
-        t.desync = has("desync")
-        if has("version"):
+        t.desync = "desync" in present
+        if "version" in present:
             t.version_nodes = [facts["version_node"]]
-        t.subgoals = dict.fromkeys(subgoals(scenario), False)
+        t.subgoals = dict.fromkeys(subgoals(scenario, present), False)
         self.view = View(
-            task=scenario.name,
-            faults=scenario.faults,
             level=self.level,
-            gated=bool(self.params["gated"]),
+            gated=bool(params["gated"]),
             coordination=self.settings.coordination,
-            hosts=self.inv.hosts,
+            hosts=list(inv.hosts[:N_NODES]),
+            spares=[inv.hosts[m] for m in SPARE_OF_LEAF],
             allowance=self.allowance,
         )
-        self._restarted_at: dict[int, float] = {}
+        self._job_start = list(inv.job_start_uptime)
+        self._lost_slots: list[int] = []
+        self._init_lines: dict[tuple[Any, ...], Any] = {}
+        self._dumps: dict[tuple[Any, ...], Any] = {}
+        self._dmesg: dict[tuple[Any, ...], Any] = {}
         self._surface: dict[str, Any] = {}
         self._rendered: dict[str, Any] | None = None
-        self._tokens_paid = 0
+        self._seen_tokens = 0
+        self._charged = 0
         self._call = 0
 
     # -- the step ---------------------------------------------------------------------
 
     def apply(self, tool: Tool, args: Args) -> dict[str, Any]:
-        """Scrape the surface when a refresh is due, run the call, let its minutes pass, and
-        charge the tokens spent since the last accepted call (``-0.10 x d log(tokens)``).
+        """Scrape the surface when a refresh is due, run the call, let its minutes pass, charge
+        the tokens spent since the last accepted call (at least ``tokens_per_call``;
+        ``-0.10 x d log(tokens)``, at least ``tokens_per_call`` for each call since the last
+        one, rejected calls included), and end the episode when the task's step budget is spent.
         """
         self._call = call = self.view.calls
         if call % self.level.refresh == 0:
@@ -104,19 +123,38 @@ class Fleet(Actions, Diagnostics, World):
             self._rendered = None
         report = super().apply(tool, args)
         self.view.calls = call + 1
-        spent = self.tokens
-        self.rewards.add("tokens", math.log(max(spent, 1)) - math.log(max(self._tokens_paid, 1)))
-        self._tokens_paid = self.view.tokens = spent
+        spent, calls = self._reported, self._unpriced
+        charged = self._charged + max(spent - self._seen_tokens, self.tokens_per_call * calls)
+        self._seen_tokens, self._unpriced = spent, 0
+        self.rewards.add("tokens", math.log(max(charged, 1)) - math.log(max(self._charged, 1)))
+        self._charged = self.view.tokens = charged
+        if self.view.calls >= self.budget and not self.ended:
+            self.ended = f"the task's step budget of {self.budget} calls is spent"
         return report
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the agent reported so far (rejected calls included)."""
+        return self._reported
+
+    @tokens.setter
+    def tokens(self, value: int) -> None:
+        # The episode adds every call's tokens here, rejected calls included: counting the
+        # calls as well lets the next accepted call charge at least ``tokens_per_call`` for
+        # each, whatever a caller reported. Nothing visible changes until then.
+        self._unpriced += 1
+        self._reported = value
 
     def advance(self, minutes: float) -> None:
         """Let time pass: the job makes progress or loses it, and downtime costs money."""
         if minutes:
             t = self.t
-            lost = minutes * (1.0 - self._throughput())
-            t.downtime_minutes += lost
-            t.downtime_cost += lost * self.settings.downtime_cost_per_minute
-            if self._status() in ("running", "degraded"):
+            status = self._status()
+            lost = minutes * (1.0 - self._throughput(status))
+            if lost:
+                t.downtime_minutes += lost
+                t.downtime_cost += lost * self.settings.downtime_cost_per_minute
+            if status == "running" or status == "degraded":
                 t.seq += int(minutes * SEQ_PER_MINUTE)
         super().advance(minutes)
 
@@ -124,6 +162,10 @@ class Fleet(Actions, Diagnostics, World):
 
     def _fabric(self) -> float:
         return self.t.fabric
+
+    def _capacity(self) -> float:
+        """Share of the job's nodes in service (a drained node not yet replaced is lost)."""
+        return 1.0 - len(self.t.drained) / N_NODES
 
     def _spread(self) -> float:
         """Share of communicators the truncation errors have reached."""
@@ -135,6 +177,8 @@ class Fleet(Actions, Diagnostics, World):
         t = self.t
         if fault == "oom":
             return bool(t.oom)
+        if fault == "gpu_lost":
+            return bool(t.lost)
         if fault == "congestion":
             return self._fabric() < 1.0
         if fault == "version":
@@ -144,37 +188,48 @@ class Fleet(Actions, Diagnostics, World):
     def _hung(self) -> bool:
         """Whether the desync has manifested: the job must run to reach the branch."""
         t = self.t
-        if not t.desync or t.oom or t.destroyed:
+        if not t.desync or t.oom or t.lost or t.destroyed:
             return False
         if t.quiet_until is not None and self.clock < t.quiet_until:
             return False
         faults = self.scenario.faults
-        before = faults[: faults.index("desync")] if "desync" in faults else ()
+        before = faults[: faults.index("desync")]
         return not any(self._active(f) for f in before)
 
     def _status(self) -> str:
         t = self.t
         if t.destroyed:
             return "failed"
-        if t.oom:
+        if t.oom or t.lost:
             return "stalled"
         if self._hung():
             return "hung"
         if t.version_nodes and self._spread() >= 1.0:
             return "stalled"
-        if t.version_nodes or self._fabric() < 1.0:
+        if t.version_nodes or self._fabric() < 1.0 or t.drained:
             return "degraded"
         return "running"
 
-    def _throughput(self) -> float:
-        if self._status() in ("stalled", "hung", "failed"):
+    def _throughput(self, status: str | None = None) -> float:
+        status = status or self._status()
+        if status == "running":
+            return 1.0
+        if status != "degraded":
             return 0.0
-        capacity = 1.0 - len(self.t.drained) / N_NODES
-        return self._fabric() * (1.0 - 0.5 * self._spread()) * capacity
+        return self.t.fabric * (1.0 - 0.5 * self._spread()) * self._capacity()
 
     def _healthy(self) -> bool:
+        """No fault, no root cause left, and the job at its nominal capacity."""
         t = self.t
-        return not (t.destroyed or t.oom or t.desync or t.version_nodes or self._fabric() < 1.0)
+        return not (
+            t.destroyed
+            or t.oom
+            or t.lost
+            or t.desync
+            or t.version_nodes
+            or t.drained
+            or self._fabric() < 1.0
+        )
 
     def _hot_spine(self) -> int | None:
         """The spine an alert would name: the congested one if it carries the ring, else an
@@ -198,10 +253,12 @@ class Fleet(Actions, Diagnostics, World):
             "healthy": self._healthy(),
             "factor": self._throughput(),
             "oom": list(t.oom),
+            "lost": list(t.lost),
             "version_nodes": list(t.version_nodes),
             "spread": self._spread(),
             "hot_spine": self._hot_spine(),
             "drained": list(t.drained),
+            "hosts": list(self.view.hosts),
             "decoy_rank": self.facts["decoy_rank"] if self.harsh else None,
         }
 
@@ -211,27 +268,29 @@ class Fleet(Actions, Diagnostics, World):
         return {
             "status": self._status(),
             "seq": t.seq,
-            "seq0": self.inv.seq0,
             "clock": self.clock,
-            "oom": list(t.oom),
+            "oom": t.oom,
+            "lost": t.lost,
             "hung": self._hung(),
             "desync": t.desync,
             "desync_rank": f["desync_rank"],
             "desync_file": f["desync_file"],
             "decoy_file": f["decoy_file"],
             "desync_op": f["desync_op"],
-            "version_nodes": list(t.version_nodes),
+            "version_nodes": t.version_nodes,
             "spread": self._spread(),
-            "stalled_by_oom": bool(t.oom),
+            "stalled_by_rank": bool(t.oom or t.lost),
             "ring_aware": t.ring_aware,
             "ring_spine": t.ring_spine,
             "hot_spine": self._hot_spine(),
             "decoy_rank": f["decoy_rank"] if self.harsh else None,
-            "stale_xid": [f["stale_xid_node"], f["stale_xid_gpu"]] if self.harsh else None,
-            "xid79": self._xid79,
-            "restarted_at": self._restarted_at,
-            "red_herring": self.level.red_herring,
+            "stale_xid": (f["stale_xid_node"], f["stale_xid_gpu"]) if self.harsh else None,
+            "xids": self._xids,
+            "benign": self._benign,
             "dmesg_wrapped": f["dmesg_wrapped"],
+            "hosts": self.view.hosts,
+            "slots": t.slots,
+            "job_start": self._job_start,
         }
 
     # -- bookkeeping shared by the tools ----------------------------------------------
@@ -241,7 +300,7 @@ class Fleet(Actions, Diagnostics, World):
         return self.rng.random() if n is None else self.rng.random(n).tolist()
 
     def _reach(self, name: str) -> None:
-        """Mark a sub-goal reached (once) and pay its share of the sub-goal credit."""
+        """Mark a sub-goal reached (once) and credit its share (settled: paid at the end)."""
         goals = self.t.subgoals
         if name in goals and not goals[name]:
             goals[name] = True
@@ -254,7 +313,7 @@ class Fleet(Actions, Diagnostics, World):
             v.last_topology_change, v.bench, v.bench_streak = self._call, [], 0
 
     def _damage(self, what: str) -> None:
-        """A destructive action: it costs, and in a harsh task it is irreversible."""
+        """A destructive action: it costs (settled), and in a harsh task it is irreversible."""
         self.t.destructive += 1
         self.rewards.add("destructive")
         if self.harsh:
@@ -273,18 +332,21 @@ class Fleet(Actions, Diagnostics, World):
         rank = self.facts["secondary_rank"]
         if node_of(rank) not in t.drained and rank not in t.oom:
             t.oom.append(rank)
-            self._xid79.append([rank, self.clock])
 
-    def _restart(self, ranks: list[int]) -> list[int]:
-        """Restart ``ranks`` from the last checkpoint; return the ones that were out of memory."""
+    def _restart(self, ranks: list[int], targeted: bool = False) -> list[int]:
+        """Restart ``ranks`` from the last checkpoint; return the ones that were out of memory.
+
+        A rank on a GPU that fell off the bus fails again at once. Only a ``targeted`` restart
+        (of the rank itself) earns the OOM sub-goal; a job restart cures it by accident.
+        """
         t = self.t
         cured = [r for r in ranks if r in t.oom]
-        for rank in ranks:
-            self._restarted_at[rank] = self.clock
         if cured:
             t.oom = [r for r in t.oom if r not in cured]
-            if self.facts["oom_rank"] in cured and "oom" in self.scenario.faults:
-                self._reach("oom_fixed")
+            primary = self.facts["oom_ranks"]
+            if targeted and any(r in primary for r in cured):
+                if not any(r in t.oom for r in primary):
+                    self._reach("oom_fixed")
             self._fixed()
         return cured
 
@@ -313,7 +375,7 @@ class Fleet(Actions, Diagnostics, World):
             self._reach("version_fixed")
             self._fixed()
             return True
-        self._damage(f"restarted the healthy ranks of {self.inv.hosts[node]}")
+        self._damage(f"restarted the healthy ranks of {self.view.hosts[node]}")
         return False
 
     def _patch(self, file: str) -> bool:
@@ -338,43 +400,49 @@ class Fleet(Actions, Diagnostics, World):
     # -- views ---------------------------------------------------------------------------
 
     def observe(self) -> dict[str, Any]:
-        """What the agent knows, from reports only."""
+        """What the agent knows, from reports only. Nothing in it depends on the family: the
+        incident text is drawn from one pool, the window and allowance are the same for all.
+        """
         v = self.view
         k = self.level.refresh
         scrape = None
         if v.scrape is not None:
+            s = v.scrape
             scrape = {
-                "scrape": v.scrape["scrape"],
+                "scrape": s["scrape"],
                 "scraped_at_call": v.scrape_call,
-                "job": dict(v.scrape["job"]),
-                "alerts": [dict(a) for a in v.scrape["alerts"]],
-                "hot_gpus": [dict(g) for g in v.scrape["hot_gpus"]],
-                "nodes": [{"host": n["host"], "status": n["status"]} for n in v.scrape["nodes"]],
+                "job": dict(s["job"]),
+                "alerts": [dict(a) for a in s["alerts"]],
+                "hot_gpus": [dict(g) for g in s["hot_gpus"]],
+                "nodes": [{"host": n["host"], "status": n["status"]} for n in s["nodes"]],
+                "stale": v.stale(),
+                "age_calls": v.calls - v.scrape_call,
             }
-            scrape["stale"] = v.stale()
-            scrape["age_calls"] = v.calls - v.scrape_call
-        findings = {w: dict(f) for w, f in v.findings.items()}
         return {
-            "task": v.task,
-            "faults": list(v.faults),
-            "incident": self.scenario.description,
+            "incident": self.inv.incident,
             "clock": self.clock,
+            "window_minutes": self.deadline,
             "minutes_left": self.deadline - self.clock,
             "calls": v.calls,
             "tokens": v.tokens,
             "token_allowance": v.allowance,
             "level": self.settings.level,
+            "difficulty_multiplier": self.settings.difficulty_multiplier,
             "refresh_every": k,
             "next_refresh_in": -v.calls % k,
             "hosts": list(v.hosts),
-            "phase": v.phase if v.gated else None,
+            "spares": [
+                {"leaf": leaf, "host": host, "free": v.spare_free(2 * leaf)}
+                for leaf, host in enumerate(v.spares)
+            ],
+            "phase": v.phase,
             "telemetry": scrape,
             "evidence": {
                 "flight_recorder": {str(r): dict(d) for r, d in v.flight.items()},
-                "kernel": {str(n): dict(d) for n, d in v.kernel.items()},
-                "nccl": {str(n): dict(d) for n, d in v.nccl.items()},
+                "kernel": {str(n): _copy(d) for n, d in v.kernel.items()},
+                "nccl": {str(n): _copy(d) for n, d in v.nccl.items()},
                 "versions": {str(n): dict(d) for n, d in v.versions.items()},
-                "topology": dict(v.topology) if v.topology else None,
+                "topology": _copy(v.topology) if v.topology else None,
                 "benchmark": {
                     "samples": list(v.bench),
                     "streak": v.bench_streak,
@@ -392,6 +460,7 @@ class Fleet(Actions, Diagnostics, World):
                 "restarted_ranks": list(v.restarted),
                 "fixed_paths": list(v.fixed_paths),
                 "drained": list(v.drained),
+                "rescheduled": list(v.rescheduled),
                 "ring": {"reordered": v.ring_aware, "spine": v.ring_spine},
                 "last_remediation_call": v.last_remediation,
             },
@@ -399,37 +468,54 @@ class Fleet(Actions, Diagnostics, World):
                 "enabled": v.coordination,
                 "budget": DELEGATION_BUDGET,
                 "used": v.delegations,
-                "findings": findings,
-                "consensus": dict(v.consensus) if v.consensus else None,
+                "findings": {w: _copy(f) for w, f in v.findings.items()},
+                "consensus": _copy(v.consensus) if v.consensus else None,
             },
         }
 
     def truth(self) -> dict[str, Any]:
-        """The hidden state, for the judge and the record."""
+        """The hidden state, for the judge and the record (built fresh: the episode adds to it,
+        and each event keeps its own; ``facts`` is shared, never changed after the start).
+        """
         t = self.t
+        status = self._status()
         return {
             "task": self.scenario.name,
-            "faults": list(self.scenario.faults),
-            "status": self._status(),
-            "healthy": self._healthy(),
-            "throughput_factor": round(self._throughput(), 4),
-            "fabric_factor": round(self._fabric(), 4),
+            "faults": self._present_list,
+            "status": status,
+            "healthy": status == "running" and not (t.desync or t.version_nodes),
+            "throughput_factor": self._throughput(status),
+            "fabric_factor": t.fabric,
+            "capacity": 1.0 - len(t.drained) / N_NODES,
             "oom": sorted(t.oom),
+            "lost": list(t.lost),
             "desync": t.desync,
-            "version_nodes": sorted(t.version_nodes),
+            "version_nodes": list(t.version_nodes),
             "ring": {"aware": t.ring_aware, "spine": t.ring_spine},
             "drained": sorted(t.drained),
+            "replaced": sorted(t.replaced),
             "destructive": t.destructive,
             "destroyed": t.destroyed,
             "declared": t.declared,
-            "tokens": self._tokens_paid,
+            "tokens": self._charged,
             "token_allowance": self.allowance,
             "delegations": t.delegations,
             "over_budget": t.over_budget,
             "subgoals": dict(t.subgoals),
-            "downtime_minutes": round(t.downtime_minutes, 3),
-            "downtime_cost_usd": round(t.downtime_cost, 2),
+            "downtime_minutes": t.downtime_minutes,
+            "downtime_cost_usd": t.downtime_cost,
             "slo_minutes": self.params["slo_minutes"],
+            "step_budget": self.budget,
             "telemetry": dict(t.scrapes),
-            "facts": dict(self.facts),
+            "facts": self.facts,
         }
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a small JSON-like value, sharing nothing mutable with the view."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    return value
