@@ -54,6 +54,8 @@ class EnvSpec:
             (see :mod:`opsgym.core.rewards`).
         exploits: The exploit suite ``opsgym audit`` runs against this world.
         reward_checks: The world's own statements about its reward, checked by the audit.
+        brief: What an LLM agent is told of the job before its first observation, in the
+            world's words (the system message's world part).
         prompt: ``render(episode) -> str``, the text an LLM agent is shown now, if the world
             has its own renderer (the audit's leak test compares it too).
     """
@@ -72,6 +74,7 @@ class EnvSpec:
     settled: frozenset[str] = frozenset()
     exploits: tuple[Exploit, ...] = ()
     reward_checks: tuple[RewardCheck, ...] = ()
+    brief: str = ""
     prompt: Callable[[Episode], str] | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
