@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import JSON, URL, Connection, Engine, func, insert, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from opsgym.store import migrate, records
@@ -59,11 +60,30 @@ def open_store(url: str | Path | None = None) -> Store:
     except Exception as exc:  # malformed URL, unknown dialect, missing driver, bad folder
         raise StoreError(f"Cannot open store {shown}: {one_line(exc)}") from exc
     try:
-        migrate.upgrade(engine)
+        _upgrade(engine)
     except Exception as exc:
         engine.dispose()
         raise StoreError(f"Cannot open store {shown}: {one_line(exc)}") from exc
     return Store(engine)
+
+
+def _upgrade(engine: Engine, attempts: int = 40) -> None:
+    """:func:`migrate.upgrade`, again after a pause when SQLite says the file is locked.
+
+    Processes that open a new SQLite file at once can find it locked before the busy timeout
+    applies (switching the file to WAL needs it to themselves, and SQLite refuses at once a
+    lock that could deadlock); the first to get it creates the schema, the others then find
+    it current. Bounded: about ten seconds in all.
+    """
+    for attempt in range(attempts):
+        try:
+            migrate.upgrade(engine)
+            return
+        except OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            engine.dispose()
+            time.sleep(0.05 + 0.01 * attempt)
 
 
 class Store:
