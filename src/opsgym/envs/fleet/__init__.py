@@ -37,7 +37,8 @@ of its updates carries a red-herring alert and a share masks a degraded node as 
 may have logged a benign Xid. Deep diagnostics (logs, kernel logs, flight recorders, library
 paths, switch counters, benchmarks) are fresh and exact, but cost time and tokens; a log read
 twice says the same. Action reports say what was done, never whether it worked. An
-independent judge reads the true fleet and the recorded evidence.
+independent judge reads the true fleet and the recorded evidence; the reports that misled are
+marked in the hidden truth, and whether the agent trusted them (see "Lies").
 
 ## Tasks
 Each task is a prior over faults, never an answer: each of its faults is present on 85% of the
@@ -141,6 +142,118 @@ x credit - 0.20 x destructive - 0.05 x over) / 0.90, 0, 1)``, with success the o
 terminal reward over 0.60; ``passed`` needs the outcome ``recovered``, every sub-goal, a grade
 of at least 0.7 and, where the task has one, lost training within its SLO. Downtime (minutes x
 share of throughput lost, and its cost) is reported in the truth and the verdict.
+
+## Lies
+A report that misleads about the fleet as it is when it is made is a *lie*: the world marks it
+in that step's hidden truth (``truth["lies"]``: kind, step, detail) and nowhere the agent looks;
+``world.lies.summary()`` counts them (see :mod:`opsgym.core.lies`). Each open lie is settled by
+the first accepted call that matches one of its two rules: *reconciled* by a deep read that
+shows the truth of what it is about, *trusted* by a remediation, destructive action or
+declaration aimed by it and wrong by the truth when the call is made (judged before it runs).
+Neither: it stays open. A rejected call settles nothing. Nothing here changes a reward, an
+outcome or anything the agent sees.
+
+Each is told when:
+
+* ``red_herring``: a scrape carries an alert on a healthy GPU (a warning that names a rank:
+  temperature, ECC errors, a pending row remap, a NIC flap, a memory high watermark) whose rank
+  is neither out of memory nor on a lost GPU;
+* ``masked``: a scrape shows ``ok`` a node that is degraded (a rank out of memory, a GPU lost,
+  NCCL 2.21.5), or raises no alert on the hot spine while the ring runs below nominal;
+* ``stale_dashboard``: ``check_telemetry`` serves, not flagged ``stale``, a scrape whose job
+  status is no longer the job's;
+* ``wrong_finding``: ``delegate`` returns a finding whose target the truth contradicts: a rank
+  not out of memory, not on a lost GPU or not the desynced one; a node on NCCL 2.27.0; a spine
+  that is not the hot one; a file that is not the desync's;
+* ``wrong_vote``: ``poll_consensus`` reports a worker's vote whose recommended action is wrong
+  by the truth (a restart of a healthy rank, a drain of a node with no lost GPU, a re-path of a
+  node on NCCL 2.27.0, a ring pinned onto the congested spine, a patch of the wrong file);
+* ``decoy_watermark`` (black_swan): a scrape lists the planted healthy rank at its memory high
+  watermark among ``hot_gpus``;
+* ``decoy_xid`` (black_swan): ``read_kernel_log`` shows the planted Xid 79 from before the job
+  (unless the ring buffer wrapped past it), on a GPU whose rank is healthy;
+* ``decoy_straggler`` (black_swan): the planted rank's flight recorder (``last`` >= 2) shows
+  its previous collective taking 180-270 ms.
+
+| kind            | reconciled by                          | trusted by                            |
+|-----------------|----------------------------------------|---------------------------------------|
+| red_herring     | ``query_nccl_logs`` or                 | ``restart_rank`` of the rank while it |
+|                 | ``read_kernel_log`` of its node;       | is healthy; ``drain_node`` of its     |
+|                 | ``inspect_flight_recorder`` of the     | node while none of its GPUs is lost;  |
+|                 | rank                                   | ``fix_library_path`` of its node      |
+|                 |                                        | while it loads NCCL 2.27.0            |
+| masked          | a node: its ``query_nccl_logs``, the   | ``declare_resolved`` while the node   |
+|                 | flight recorder of its faulty rank,    | is still degraded (the ring still     |
+|                 | its kernel log (a lost GPU), its       | below nominal)                        |
+|                 | ``check_nccl_version`` (NCCL 2.21.5);  |                                       |
+|                 | the spine: ``show_topology``,          |                                       |
+|                 | ``benchmark_allreduce``                |                                       |
+| stale_dashboard | ``query_nccl_logs`` of any node;       | ``declare_resolved`` while the fleet  |
+|                 | ``inspect_flight_recorder`` of any     | is not healthy                        |
+|                 | rank; a ``check_telemetry`` that takes |                                       |
+|                 | a new scrape                           |                                       |
+| wrong_finding   | the read of its target: a rank's       | the fix it names, while wrong:        |
+|                 | flight recorder or its node's log (and | ``restart_rank`` of the rank,         |
+|                 | kernel log, for a lost GPU); a node's  | ``drain_node`` of the node,           |
+|                 | ``check_nccl_version`` or log;         | ``fix_library_path`` of the node,     |
+|                 | ``show_topology`` for a spine;         | ``reroute_ring`` onto the congested   |
+|                 | ``patch_diff`` of the file             | spine, ``patch_apply`` of the file;   |
+|                 |                                        | the ``coalition`` that acts on the    |
+|                 |                                        | worker's latest finding, while that   |
+|                 |                                        | still names the target                |
+| wrong_vote      | as wrong_finding                       | as wrong_finding, but no              |
+|                 |                                        | ``coalition`` (it acts on findings,   |
+|                 |                                        | not votes)                            |
+| decoy_watermark | ``query_nccl_logs`` of its node;       | ``restart_rank`` of the rank while it |
+|                 | ``inspect_flight_recorder`` of the     | is healthy; ``drain_node`` of its     |
+|                 | rank                                   | node while none of its GPUs is lost   |
+| decoy_xid       | as decoy_watermark                     | as decoy_watermark                    |
+| decoy_straggler | ``query_nccl_logs`` of its node (a     | as decoy_watermark                    |
+|                 | second dump repeats the decoy)         |                                       |
+
+The boundaries, precisely:
+
+* *Only real lies.* A true alert is not marked: a critical alert on a dead rank, a truncation
+  warning, a spine alert, a warning whose rank is out of memory or on a lost GPU. Neither is a
+  finding or vote whose target is right (a misled worker that happens to name the second
+  out-of-memory rank tells the truth), a finding of ``none`` (a worker sees only its domain,
+  and says so), or a vote for ``patch_identify()`` (it names no rank). A scrape flagged
+  ``stale`` says that it is old: no stale lie. Not marked, because the report is exact: a benign
+  Xid (13, 31, 63, 94) in a kernel log (its code is given, and the summary never counts it as
+  current), the decoy file among ``patch_identify``'s candidates (it says to diff them, and the
+  diff is honest), a wrapped kernel log (``earliest_uptime_s`` says so).
+* *When a scrape lies.* Its red herrings, masks and watermark decoy are told when it is
+  rendered (the first ``check_telemetry`` after it was taken); serving it again repeats them
+  and tells nothing new. Each is judged against the fleet as it is then: a node fixed since the
+  scrape was taken is not masked. The dashboard flags ``stale`` whenever the agent remediated
+  after the scrape, so it serves a stale one as current only when the fleet changed by itself
+  (truncation errors spreading until the job stalls, a desync hidden by ``restart_job``
+  hanging it again); that is told at each serving.
+* *Once while open.* A lie about the same thing (a rank, a node, the spine, a worker's target,
+  one scrape) is not told again while one is open.
+* *Already known.* A lie told while the agent holds a current read that reconciles it (one
+  gathered after the last remediation; a topology read after the last topology change; a
+  benchmark since it; any ``patch_diff`` of the file) misleads no one: the next accepted call
+  reconciles it. A finding, a consensus or a scrape is not such a read.
+* *Wrong when made.* A call trusts a lie only if the truth makes it wrong as it is made: a
+  restart of a rank that has since run out of memory, a drain of a node whose GPU is lost, a
+  re-path of a node on NCCL 2.21.5, a declaration once the masked node is fixed, trust
+  nothing. A re-path needs the node's version checked, and that check reconciles a wrong
+  version claim unless a remediation came after it: a wrong version finding is trusted mostly
+  through the coalition, which trusts its workers (acting on each one's latest finding: a
+  worker asked again and now right is acted on instead of the lie).
+* The rule counts calls, not attention: a deep read of the right node reconciles a lie
+  whether or not the agent reads its text.
+
+On 200 ``mixed`` test seeds (told / trusted / reconciled): ``oracle`` 358 / 0 / 175. It acts
+only on decisive evidence, so it trusts none; what it never needs to check stays open
+(red_herring 169 / 0 / 41, masked 79 / 0 / 79, wrong_finding 26 / 0 / 12, wrong_vote 40 / 0 /
+16, decoy_watermark 43 / 0 / 26, decoy_straggler 1 / 0 / 1); it never restarts a job nor reads
+a kernel log without a CUDA failure in a rank's log, so it meets no stale dashboard and no decoy
+Xid. ``naive`` 134 / 104 / 0: red_herring 61 / 50 (the first alert, acted on), masked 56 / 54
+(its declaration), decoy_watermark 17 / 0 (it acts on alerts only). ``random`` 81 / 18 / 27:
+every kind but decoy_straggler told, each of red_herring, masked, wrong_finding and wrong_vote
+trusted at least 3 times; one stale dashboard (reconciled) and one decoy Xid (trusted).
 
 ## Starting State
 The job may be stalled, hung or degraded by the task's faults, or running (a false alarm);

@@ -46,7 +46,7 @@ from opsgym.envs.fleet.tasks import (
     SPARE_OF_LEAF,
     WORKERS,
 )
-from opsgym.envs.fleet.workers import DRAWS, answer, consensus
+from opsgym.envs.fleet.workers import DRAWS, answer, ballots, consensus
 
 if TYPE_CHECKING:
     from opsgym.envs.fleet.world import Fleet
@@ -56,6 +56,11 @@ else:
     _Base = object
 
 WAIT_MINUTES = 5.0
+_ACTS_ON = {(actor, kind): action for action, (actor, _, kind) in COALITIONS.items()}
+_ACTS_ON["topology_agent", "spine"] = "topology_version_fix"
+"""The coalition that acts on a worker's finding of a kind of target (the topology agent's
+spine is what topology_version_fix pins the ring off)."""
+_NOT = {"oom": "out of memory", "gpu_lost": "on a lost GPU", "desync": "the desynced rank"}
 
 
 class Actions(_Base):
@@ -198,6 +203,7 @@ class Actions(_Base):
             self._draw(DRAWS),
         )
         v.findings[args.worker] = found
+        self._tell_finding("wrong_finding", found)
         self._note_finding(found)
         if len(v.findings) >= 2:
             self._reach("specialists_consulted")
@@ -212,12 +218,10 @@ class Actions(_Base):
         """
         v = self.view
         self._delegated()
-        result = consensus(
-            self._state(),
-            self.facts["worker_error"],
-            v.hosts,
-            self._draw(len(WORKERS) * DRAWS),
-        )
+        s, u = self._state(), self._draw(len(WORKERS) * DRAWS)
+        result = consensus(s, self.facts["worker_error"], v.hosts, u)
+        for found in ballots(s, self.facts["worker_error"], v.hosts, u):
+            self._tell_finding("wrong_vote", found)
         v.consensus = result
         self._reach("consensus_polled")
         return {**result, "delegations_used": v.delegations, "budget": DELEGATION_BUDGET}
@@ -395,6 +399,72 @@ class Actions(_Base):
             v.ranks[target["rank"], st.R_WORKER] = 1.0
         if "node" in target:
             v.nodes[target["node"], st.N_WORKER] = 1.0
+
+    def _tell_finding(self, kind: str, found: dict[str, Any]) -> None:
+        """Mark a specialist's finding (``wrong_finding``) or consensus vote (``wrong_vote``)
+        whose target is wrong by the truth now. A vote shows only its recommended action, so
+        it lies only where that action is wrong.
+        """
+        fault, target, worker = found["fault"], found["target"], found["worker"]
+        if target is None:
+            return
+        t, f = self.t, self.facts
+        finding = kind == "wrong_finding"
+        reads: tuple[tuple[str, Any], ...]
+        aims: list[tuple[str, Any]] = []
+        if "file" in target:
+            what = target["file"]
+            if what == f["desync_file"]:
+                return
+            reads = (("patch_diff", what),)
+            aims.append(("patch_apply", what))
+            truly = f"truly the desync is in {f['desync_file']}"
+        elif "spine" in target:
+            what = target["spine"]
+            if what == self._hot_spine():
+                return
+            reads = (("show_topology", None),)
+            aims.append(("reroute_ring", (what + 1) % N_SPINES))
+            truly = f"truly the hot spine is {self._hot_spine()}"
+        elif fault == "version_mismatch":
+            what = target["node"]
+            if what in t.version_nodes:
+                return
+            reads = (("check_nccl_version", what), ("query_nccl_logs", what))
+            aims += [("fix_library_path", what), ("drain_node", what)]
+            truly = f"truly node {what} loads NCCL 2.27.0"
+        elif fault == "gpu_lost" and not finding:
+            what = target["node"]  # the vote names the node only
+            if self._node_lost(what):
+                return
+            reads = (("read_kernel_log", what), ("query_nccl_logs", what))
+            aims.append(("drain_node", what))
+            truly = f"truly every GPU of node {what} is on the bus"
+        else:  # a rank: out of memory, its GPU lost, or compiling another collective
+            what = target["rank"]
+            node = what // GPUS_PER_NODE
+            if fault == "desync":
+                if not finding or what == f["desync_rank"]:
+                    return  # a vote for patch_identify() names no rank
+            elif what in (t.oom if fault == "oom" else t.lost):
+                return
+            reads = (("inspect_flight_recorder", what), ("query_nccl_logs", node))
+            if fault == "gpu_lost":
+                reads += (("read_kernel_log", node),)
+                aims.append(("drain_node", node))
+            aims.append(("restart_rank", what))
+            truly = f"truly rank {what} is not {_NOT[fault]}"
+        field = next(k for k in ("file", "spine", "rank", "node") if k in target)
+        action = _ACTS_ON.get((worker, field))
+        if finding and action:  # the coalition acts on this worker's latest finding
+            aims.append(("coalition", (action, worker, field, target[field])))
+        if finding:
+            said = f"finds {fault} at " + ", ".join(f"{k} {v}" for k, v in target.items())
+        else:
+            said = f"votes {found['recommended_action']}"
+        self._tell(
+            kind, (kind, worker, fault, what), reads, tuple(aims), f"{worker} {said}; {truly}"
+        )
 
     def _credit_worker(self, worker: str, found: dict[str, Any]) -> None:
         """A right finding locates its fault, as the agent's own diagnosis would."""

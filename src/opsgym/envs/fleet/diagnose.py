@@ -33,6 +33,10 @@ else:
     _Base = object
 
 
+ANY = "*"
+"""A lie's read key that matches the read on any node or rank (``world.Claim``)."""
+
+
 def _hot(body: dict[str, Any]) -> list[dict[str, Any]]:
     """GPUs a scrape shows near their memory limit, unreadable, or silent."""
     return [
@@ -41,6 +45,12 @@ def _hot(body: dict[str, Any]) -> list[dict[str, Any]]:
         for g in node["gpus"]
         if g["mem_gib"] is None or g["mem_gib"] >= 79.0 or g["heartbeat_s"] >= 30
     ]
+
+
+def _degraded_at(s: dict[str, Any], node: int) -> bool:
+    """Whether a captured surface state ``s`` had ``node`` degraded (as the scrape counts it)."""
+    ranks = s["oom"] + s["lost"]
+    return node in s["version_nodes"] or any(r // GPUS_PER_NODE == node for r in ranks)
 
 
 class Diagnostics(_Base):
@@ -63,6 +73,7 @@ class Diagnostics(_Base):
             tally["updates"] += 1
             for key, value in counts.items():
                 tally[key] += value
+            self._tell_scrape(s, body)
         body = self._rendered
         report = {
             "scrape": s["call"] // k,
@@ -72,6 +83,8 @@ class Diagnostics(_Base):
         }
         v.scrape, v.scrape_call = report, s["call"]
         stale = v.stale()
+        if not stale and s["status"] != self._status():
+            self._tell_stale(s)
         ranks, nodes = v.ranks, v.nodes
         ranks[:, st.R_ALERT] = ranks[:, st.R_HOT] = 0.0
         nodes[:, st.N_ALERT] = nodes[:, st.N_DEGRADED] = 0.0
@@ -149,6 +162,18 @@ class Diagnostics(_Base):
             v.ranks[rank, st.R_XID] = 1.0
         if any(r in self.t.lost for r in summary["current_xid79_ranks"]):
             self._reach("lost_located")
+        start = summary["job_start_uptime_s"]
+        for xid in summary["xids"]:
+            if xid["xid"] == 79 and xid["uptime_s"] < start and self._rank_healthy(xid["rank"]):
+                rank = xid["rank"]
+                self._tell_healthy(
+                    "decoy_xid",
+                    rank,
+                    (("query_nccl_logs", node), ("inspect_flight_recorder", rank)),
+                    f"{out['host']}'s kernel log holds an Xid 79 (GPU {xid['gpu']} fell off the "
+                    f"bus) from uptime {xid['uptime_s']:.0f} s, before the job started at "
+                    f"{start:.0f} s; rank {rank} is healthy",
+                )
         return {"node": node, **out}
 
     @tool(NodeArgs, requires=(node_in_service,), minutes=1.0)
@@ -242,4 +267,113 @@ class Diagnostics(_Base):
             self._reach("oom_located")
         if rank == self.facts["desync_rank"] and self._hung():
             self._reach("desync_located")
+        if s["decoy_rank"] == rank and summary["returned"] >= 2 and self._rank_healthy(rank):
+            self._tell_healthy(
+                "decoy_straggler",
+                rank,
+                (("query_nccl_logs", rank // GPUS_PER_NODE),),
+                f"rank {rank}'s flight recorder shows collective {summary['seq'] - 1} taking "
+                "180-270 ms (its peers' take 3-12); the rank is healthy, in step with its peers",
+            )
         return out
+
+    # -- lies (hidden; see the manual's "Lies") -------------------------------------------
+
+    def _tell_scrape(self, s: dict[str, Any], body: dict[str, Any]) -> None:
+        """Mark what a newly rendered scrape gets wrong about the fleet as it is now: a
+        red-herring alert on a healthy GPU, a degraded node or spine shown ok, black_swan's
+        healthy rank at its memory high watermark.
+        """
+        for alert in body["alerts"]:
+            rank = alert["rank"]
+            # a real alert is critical (a dead rank) or names no rank (NCCL warnings, spines)
+            if alert["severity"] == "warning" and rank is not None and self._rank_healthy(rank):
+                node = rank // GPUS_PER_NODE
+                self._tell_healthy(
+                    "red_herring",
+                    rank,
+                    (
+                        ("query_nccl_logs", node),
+                        ("read_kernel_log", node),
+                        ("inspect_flight_recorder", rank),
+                    ),
+                    f"alert on {alert['source']}: {alert['message']!r}; rank {rank} is healthy",
+                    also=(("fix_library_path", node),),
+                )
+        for node, shown in enumerate(body["nodes"]):
+            if shown["status"] == "ok" and _degraded_at(s, node) and self._node_degraded(node):
+                self._tell_masked(node, s["hosts"][node])
+        spine = s["hot_spine"]
+        source = f"spine-{spine}"
+        if spine is not None and not any(a["source"] == source for a in body["alerts"]):
+            if self._fabric() < 1.0:
+                self._tell(
+                    "masked",
+                    ("masked", "spine", spine),
+                    (("show_topology", None), ("benchmark_allreduce", None)),
+                    (("declare_resolved", ("spine", spine)),),
+                    f"the dashboard raises no alert on {source}; the ring runs at "
+                    f"{self._fabric():.2f} of its nominal bandwidth",
+                )
+        decoy = s["decoy_rank"]
+        if decoy is not None and self._rank_healthy(decoy):
+            if any(g["rank"] == decoy for g in body["hot_gpus"]):
+                self._tell_healthy(
+                    "decoy_watermark",
+                    decoy,
+                    (
+                        ("query_nccl_logs", decoy // GPUS_PER_NODE),
+                        ("inspect_flight_recorder", decoy),
+                    ),
+                    f"rank {decoy} shows at its memory high watermark; it is healthy",
+                )
+
+    def _tell_masked(self, node: int, host: str) -> None:
+        """The dashboard shows degraded ``node`` ok."""
+        t = self.t
+        ranks = [r for r in t.oom + t.lost if r // GPUS_PER_NODE == node]
+        reads: list[tuple[str, Any]] = [("query_nccl_logs", node)]
+        reads += [("inspect_flight_recorder", r) for r in ranks]
+        if any(r in t.lost for r in ranks):
+            reads.append(("read_kernel_log", node))
+        if node in t.version_nodes:
+            reads.append(("check_nccl_version", node))
+        faults = [f"rank {r} out of memory" for r in ranks if r in t.oom]
+        faults += [f"rank {r}'s GPU lost" for r in ranks if r in t.lost]
+        faults += ["it loads NCCL 2.21.5"] * (node in t.version_nodes)
+        self._tell(
+            "masked",
+            ("masked", "node", node),
+            tuple(reads),
+            (("declare_resolved", ("node", node)),),
+            f"the dashboard shows {host} ok; it is degraded: {', '.join(faults)}",
+        )
+
+    def _tell_stale(self, s: dict[str, Any]) -> None:
+        """A scrape served as current (not stale) while the job's status has changed since."""
+        self._tell(
+            "stale_dashboard",
+            ("stale_dashboard", s["call"]),
+            (
+                ("query_nccl_logs", ANY),
+                ("inspect_flight_recorder", ANY),
+                ("check_telemetry", "fresh"),
+            ),
+            (("declare_resolved", ("fleet", None)),),
+            f"the scrape of call {s['call']} (minute {s['clock']:g}) is served as current and "
+            f"shows the job {s['status']}; it is {self._status()} now",
+        )
+
+    def _tell_healthy(
+        self,
+        kind: str,
+        rank: int,
+        reads: tuple[tuple[str, Any], ...],
+        detail: str,
+        also: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        """A report that makes healthy ``rank`` look faulty: ``reads`` settle it; a restart of
+        the rank or a drain of its node (and ``also``) trust it.
+        """
+        aims = (("restart_rank", rank), ("drain_node", rank // GPUS_PER_NODE), *also)
+        self._tell(kind, (kind, rank), reads, aims, detail)

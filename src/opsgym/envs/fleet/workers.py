@@ -97,14 +97,21 @@ def answer(
     )
 
 
+def ballots(
+    s: dict[str, Any], error: float, hosts: tuple[str, ...], u: Sequence[float]
+) -> list[dict[str, Any]]:
+    """Every worker's answer as a consensus poll hears it (``WORKERS`` order, ``DRAWS`` each)."""
+    return [
+        answer(worker, s, error, hosts, u[i * DRAWS : (i + 1) * DRAWS])[0]
+        for i, worker in enumerate(WORKERS)
+    ]
+
+
 def consensus(
     s: dict[str, Any], error: float, hosts: tuple[str, ...], u: Sequence[float]
 ) -> dict[str, Any]:
     """Every worker votes for an action; the majority among those with something to do."""
-    votes = {}
-    for i, worker in enumerate(WORKERS):
-        found, _ = answer(worker, s, error, hosts, u[i * DRAWS : (i + 1) * DRAWS])
-        votes[worker] = found["recommended_action"]
+    votes = {found["worker"]: found["recommended_action"] for found in ballots(s, error, hosts, u)}
     tally = Counter(v for v in votes.values() if v != "none")
     top = tally.most_common()
     majority = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None

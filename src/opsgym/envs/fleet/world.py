@@ -9,6 +9,8 @@ the step budget, tokens, milestones and damage.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,7 @@ from opsgym.core.scenarios import Scenario
 from opsgym.core.tools import Args, Tool
 from opsgym.core.world import World
 from opsgym.envs.fleet.act import Actions
-from opsgym.envs.fleet.diagnose import Diagnostics
+from opsgym.envs.fleet.diagnose import ANY, Diagnostics
 from opsgym.envs.fleet.facts import derived, draw, force
 from opsgym.envs.fleet.state import Truth, View, fabric_factor
 from opsgym.envs.fleet.tasks import (
@@ -27,6 +29,7 @@ from opsgym.envs.fleet.tasks import (
     GPUS_PER_NODE,
     LEVELS,
     N_NODES,
+    N_SPINES,
     SPARE_OF_LEAF,
     WINDOW_MINUTES,
     Settings,
@@ -39,6 +42,24 @@ SEQ_PER_MINUTE = 40
 """Collectives the job completes per minute while it runs."""
 LOST_AT_MINUTE = -3.0
 """When a lost GPU fell off the bus, in minutes before the incident was opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one misleading report said, as much as settling it needs (the manual's "Lies").
+
+    ``about`` names the claim (a lie is not told again while one about the same thing is
+    open); ``reads`` are the deep reads that show the truth of it, ``(tool, node | rank | file
+    | ANY | None)``; ``aims`` are the calls premised on it, ``(tool, key)``, each trusting it
+    only if, when made, it is wrong by the truth; ``known``: the agent already held one of the
+    ``reads``, current, when it was told (then any call settles it as reconciled).
+    """
+
+    kind: str
+    about: tuple[Any, ...]
+    reads: tuple[tuple[str, Any], ...]
+    aims: tuple[tuple[str, Any], ...]
+    known: bool = False
 
 
 class Fleet(Actions, Diagnostics, World):
@@ -108,6 +129,7 @@ class Fleet(Actions, Diagnostics, World):
         self._seen_tokens = 0
         self._charged = 0
         self._call = 0
+        self._lied: dict[tuple[Any, ...], Any] = {}  # claim.about -> its last Lie
 
     # -- the step ---------------------------------------------------------------------
 
@@ -397,6 +419,130 @@ class Fleet(Actions, Diagnostics, World):
             t.over_budget += 1
             self.rewards.add("over_budget")
 
+    # -- lies: reports that misled (hidden; see the manual's "Lies") ---------------------
+
+    def _tell(
+        self,
+        kind: str,
+        about: tuple[Any, ...],
+        reads: tuple[tuple[str, Any], ...],
+        aims: tuple[tuple[str, Any], ...],
+        detail: str,
+    ) -> None:
+        """Mark the report being made now as a lie (a :class:`Claim`), unless one about the
+        same thing is still open (a report repeated before the agent settled the first).
+        """
+        old = self._lied.get(about)
+        if old is not None and old.status == "open":
+            return
+        known = any(self._holds(tool, key) for tool, key in reads)
+        claim = Claim(kind, about, reads, aims, known)
+        told = self.lies.told
+        before = len(told)
+        self.lies.tell(
+            kind,
+            reconciled_by=partial(self._reconciles, claim),
+            trusted_by=partial(self._trusts, claim),
+            detail=detail,
+        )
+        if len(told) > before:
+            self._lied[about] = told[-1]
+
+    def _holds(self, tool: str, key: Any) -> bool:
+        """Whether the agent holds a current read ``(tool, key)``: one gathered after the last
+        change that could make it out of date.
+        """
+        v = self.view
+        if tool == "show_topology":
+            return v.topology is not None and v.topology["call"] > v.last_topology_change
+        if tool == "benchmark_allreduce":
+            return bool(v.bench)  # emptied at every topology change
+        if tool == "patch_diff":
+            return key in v.diffs
+        held = {
+            "query_nccl_logs": v.nccl,
+            "read_kernel_log": v.kernel,
+            "check_nccl_version": v.versions,
+            "inspect_flight_recorder": v.flight,
+        }.get(tool)
+        if held is None or key == ANY:
+            return False
+        read = held.get(key)
+        return read is not None and read["call"] > v.last_remediation
+
+    def _reconciles(self, claim: Claim, tool: str, args: Any) -> bool:
+        """A deep read of what the claim is about (or any call, when the agent held one)."""
+        if claim.known:
+            return True
+        for name, key in claim.reads:
+            if name != tool:
+                continue
+            if key is None or key == ANY:
+                return True
+            if key == "fresh":  # a dashboard read that takes a new scrape
+                if self.view.calls % self.level.refresh == 0:
+                    return True
+            elif key == getattr(args, _ARG[tool]):
+                return True
+        return False
+
+    def _trusts(self, claim: Claim, tool: str, args: Any) -> bool:
+        """A call premised on the claim that is wrong by the truth as it is made."""
+        return any(name == tool and self._aimed(tool, key, args) for name, key in claim.aims)
+
+    def _aimed(self, tool: str, key: Any, args: Any) -> bool:
+        t = self.t
+        if tool == "restart_rank":
+            return args.rank == key and self._rank_healthy(key)
+        if tool == "drain_node":
+            return args.node == key and not self._node_lost(key)
+        if tool == "fix_library_path":
+            return args.node == key and key not in t.version_nodes
+        if tool == "reroute_ring":
+            return args.spine == key and self._bad_pin(key)
+        if tool == "patch_apply":
+            return args.file == key and key != self.facts["desync_file"]
+        if tool == "coalition":
+            action, worker, field, value = key
+            if args.action != action:
+                return False
+            target = (self.view.findings.get(worker) or {}).get("target") or {}
+            return target.get(field) == value and self._wrong(field, value)
+        if tool == "declare_resolved":
+            part, which = key
+            if part == "node":
+                return self._node_degraded(which)
+            if part == "spine":
+                return self._fabric() < 1.0
+            return not self._healthy()
+        return False
+
+    def _wrong(self, field: str, value: Any) -> bool:
+        """Whether acting on a worker's ``field`` = ``value`` is wrong by the truth now."""
+        if field == "rank":
+            return self._rank_healthy(value)
+        if field == "node":
+            return value not in self.t.version_nodes
+        if field == "file":
+            return value != self.facts["desync_file"]
+        return self._bad_pin((value + 1) % N_SPINES)  # the coalition pins off the named spine
+
+    def _rank_healthy(self, rank: int) -> bool:
+        return rank not in self.t.oom and rank not in self.t.lost
+
+    def _node_lost(self, node: int) -> bool:
+        return any(r // GPUS_PER_NODE == node for r in self.t.lost)
+
+    def _node_degraded(self, node: int) -> bool:
+        t = self.t
+        if node in t.drained:
+            return False
+        return node in t.version_nodes or any(r // GPUS_PER_NODE == node for r in t.oom + t.lost)
+
+    def _bad_pin(self, spine: int) -> bool:
+        """Whether pinning the ring to ``spine`` puts it on the congested one."""
+        return self.t.congested and spine == self.facts["congested_spine"]
+
     # -- views ---------------------------------------------------------------------------
 
     def observe(self) -> dict[str, Any]:
@@ -509,6 +655,16 @@ class Fleet(Actions, Diagnostics, World):
             "telemetry": dict(t.scrapes),
             "facts": self.facts,
         }
+
+
+_ARG = {
+    "query_nccl_logs": "node",
+    "read_kernel_log": "node",
+    "check_nccl_version": "node",
+    "inspect_flight_recorder": "rank",
+    "patch_diff": "file",
+}
+"""The argument a deep read's key names."""
 
 
 def _copy(value: Any) -> Any:
