@@ -20,8 +20,9 @@ def test_render_gives_a_system_and_a_user_message_from_the_observation_alone():
     messages = render(ep.observe(), ep.tools)
     assert [m["role"] for m in messages] == ["system", "user"]
     system, user = (m["content"] for m in messages)
-    for rule in ("S1 no_p1_open", "S2 payments_tests_must_pass", "S3 deploy_checks_before_ship"):
-        assert rule in system
+    assert SPEC.brief in system
+    for rule in ("S1|no_p1_open", "S2|payments_tests_must_pass", "S3|deploy_checks"):
+        assert rule in user
     for tool in SPEC.world.tools:
         assert f'"name":"{tool}"' in system
     obs = ep.observe()
@@ -29,7 +30,7 @@ def test_render_gives_a_system_and_a_user_message_from_the_observation_alone():
         assert prop["id"] in user and prop["claim"] in user
     for ident in obs["evidence"]:
         assert ident in user
-    assert "payments" in user and "Superseded proposals" in user
+    assert "payments" in user and "history (blocked_under|claim|" in user
     assert render(obs)[0]["content"] != system and "Tools" not in render(obs)[0]["content"]
 
 
@@ -38,8 +39,9 @@ def test_render_shows_answers_and_rejections():
     ep.step("ask_worker", {"slot": 1, "question_type": "payment_tests"})
     ep.step("inspect_ci_run", {"run_id": "pr-0"})
     user = render(ep.observe())[1]["content"]
-    assert "Answers (a worker's word, not evidence)" in user and "on payment_tests (S2)" in user
-    assert "Last call: inspect_ci_run was REJECTED: 'pr-0' is not a CI run id" in user
+    assert "answers (asked_at|confidence|question|rule|says|text|worker):" in user
+    assert "|payment_tests|S2|" in user
+    assert "rejected:\"'pr-0' is not a CI run id" in user and "tool:inspect_ci_run" in user
 
 
 def test_generate_writes_train_seen_and_unseen_files(tmp_path):

@@ -1,5 +1,6 @@
 """Agents: the Policy protocol and reference policies."""
 
+from opsgym.agents import llm  # registers the llm: and planner: policies
 from opsgym.agents.base import (
     Policy,
     RandomPolicy,
@@ -16,6 +17,7 @@ __all__ = [
     "get_policy",
     "is_deterministic",
     "legal_calls",
+    "llm",
     "play",
     "policy_names",
 ]

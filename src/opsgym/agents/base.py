@@ -95,10 +95,16 @@ def play(episode: Episode, policy: Policy, *, reset: bool = True) -> Episode:
     """Let ``policy`` act until the episode ends; return the episode.
 
     Each call is charged the world's fixed token cost: a policy cannot report its own tokens.
+    A policy that steps episodes itself (``drive(episode)``: the LLM agent, which makes several
+    calls a turn and counts its tokens through its face) is handed the episode instead.
     ``reset=False`` leaves a policy that was already reset (told more than the seed) as it is.
     """
     if reset:
         policy.reset(episode.seed)
+    drive = getattr(policy, "drive", None)
+    if drive is not None:
+        drive(episode)
+        return episode
     feedback = getattr(policy, "feedback", None)
     while not episode.done:
         name, args = policy.act(episode.observe(), legal_calls(episode))

@@ -9,6 +9,12 @@ event or of the header is detectable.
 
 Everything handed to the caller (a report, the components, an observation) is the caller's own
 copy: changing it changes neither the world nor the recorded trajectory.
+
+A face that talks to a model keeps its conversation in ``Episode.transcript`` (prompts, raw
+replies, parsed calls, rejections, token counts; see :mod:`opsgym.agents.llm`). ``record()``
+carries it under ``transcript`` when there is one. It is an account of how the calls came about,
+not part of the episode: the events (what each call did) are what the hash chain covers and
+replay recomputes, and replay ignores the transcript.
 """
 
 from __future__ import annotations
@@ -213,6 +219,7 @@ class Episode:
             self.family = scenario
         self.world = spec.world(self.family, rng, self.rewards, world_overrides, self.config)
         self.events: list[Event] = []
+        self.transcript: list[dict[str, Any]] = []
         self.steps = 0
         self.verdict: Verdict | None = None
         self.done = False
@@ -425,7 +432,7 @@ class Episode:
                 copy = fresh(event)
             copy["hash"] = prev
             events.append(copy)
-        return {
+        record = {
             **header,
             "root": root,
             "calls": [
@@ -437,3 +444,9 @@ class Episode:
             "rewards": dict(self.rewards.totals),
             "hash": events[-1]["hash"] if events else root,
         }
+        if self.transcript:
+            try:
+                record["transcript"] = orjson.loads(orjson.dumps(self.transcript))
+            except TypeError:  # an integer beyond 64 bits, as a model may write one
+                record["transcript"] = json.loads(json.dumps(jsonable(self.transcript)))
+        return record

@@ -34,6 +34,13 @@ class Encoder(Protocol):
         """The observation vector of ``episode`` now."""
 
 
+def _generic_prompt(episode: Episode) -> str:
+    """The prompt an LLM agent is shown now, by the one renderer every world shares."""
+    from opsgym.adapters.toolcalls import render_text  # adapters import core, not the reverse
+
+    return render_text(episode)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """How to build and judge one environment.
@@ -55,9 +62,11 @@ class EnvSpec:
         exploits: The exploit suite ``opsgym audit`` runs against this world.
         reward_checks: The world's own statements about its reward, checked by the audit.
         brief: What an LLM agent is told of the job before its first observation, in the
-            world's words (the system message's world part).
-        prompt: ``render(episode) -> str``, the text an LLM agent is shown now, if the world
-            has its own renderer (the audit's leak test compares it too).
+            world's words: the system message's world part. The generic renderer
+            (:mod:`opsgym.adapters.toolcalls`) adds the reply rules and the tools, and renders
+            the observation itself; a world supplies only this text.
+        prompt: ``render(episode) -> str``, the text an LLM agent is shown now (the audit's leak
+            test compares it across hidden facts): the generic renderer's, for every world.
     """
 
     name: str
@@ -75,7 +84,7 @@ class EnvSpec:
     exploits: tuple[Exploit, ...] = ()
     reward_checks: tuple[RewardCheck, ...] = ()
     brief: str = ""
-    prompt: Callable[[Episode], str] | None = None
+    prompt: Callable[[Episode], str] | None = _generic_prompt
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.

@@ -116,6 +116,9 @@ class EpisodeModel(Base):
     root: Mapped[str] = mapped_column(String(64))
     record_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # A model-facing agent's account of how the calls came about (Episode.transcript): outside
+    # the hash chain, ignored by replay.
+    transcript: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class EventModel(Base):

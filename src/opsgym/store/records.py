@@ -23,6 +23,8 @@ from opsgym.core.errors import RecordError
 from opsgym.store.models import EpisodeModel, EventModel
 
 RECORD_KEYS = (*HEADER_FIELDS, "root", "calls", "events", "verdict", "return", "rewards", "hash")
+OPTIONAL_KEYS = ("transcript",)
+"""Keys a record may carry: ``transcript``, a model-facing agent's (see ``Episode.transcript``)."""
 EVENT_KEYS = (
     "step",
     "tool",
@@ -54,7 +56,7 @@ def check_record(record: object) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise RecordError(f"A record must be a dict, got {type(record).__name__}.")
     missing = [k for k in RECORD_KEYS if k not in record]
-    unknown = [k for k in record if k not in RECORD_KEYS]
+    unknown = [k for k in record if k not in RECORD_KEYS and k not in OPTIONAL_KEYS]
     if missing or unknown:
         raise RecordError(
             f"Record has missing keys {missing} and unknown keys {unknown}; "
@@ -72,6 +74,8 @@ def check_record(record: object) -> dict[str, Any]:
     verdict = record["verdict"]
     if verdict is not None and not isinstance(verdict, dict):
         raise RecordError(f"Record verdict must be a dict or None, got {verdict!r}.")
+    if not isinstance(record.get("transcript", []), list):
+        raise RecordError(f"Record transcript must be a list, got {record['transcript']!r}.")
     if len(calls) != len(events):
         raise RecordError(f"Record has {len(calls)} calls but {len(events)} events.")
     previous = 0
@@ -173,6 +177,7 @@ def episode_values(
         "header": {k: record[k] for k in HEADER_FIELDS},
         "root": record["root"],
         "record_hash": record["hash"],
+        "transcript": record.get("transcript"),
     }
 
 
@@ -222,7 +227,7 @@ def rebuild(episode: EpisodeModel, events: list[EventModel]) -> dict[str, Any]:
         }
         for e in events
     ]
-    return {
+    record = {
         **{k: header.get(k) for k in HEADER_FIELDS},
         "root": episode.root,
         "calls": [{"tool": e["tool"], "args": e["args"], "tokens": e["tokens"]} for e in rebuilt],
@@ -232,3 +237,6 @@ def rebuild(episode: EpisodeModel, events: list[EventModel]) -> dict[str, Any]:
         "rewards": episode.rewards,
         "hash": episode.record_hash,
     }
+    if episode.transcript is not None:
+        record["transcript"] = episode.transcript
+    return record

@@ -249,7 +249,7 @@ from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.oversight.judge import JUDGE, SAFE_OUTCOMES
 from opsgym.envs.oversight.policies import POLICIES
-from opsgym.envs.oversight.prompt import text
+from opsgym.envs.oversight.prompt import BRIEF
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, SETTLED
 from opsgym.envs.oversight.scenarios import SCENARIOS
 from opsgym.envs.oversight.world import Oversight
@@ -269,7 +269,7 @@ SPEC = EnvSpec(
     settled=SETTLED,
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
-    prompt=text,
+    brief=BRIEF,
 )
 
 __all__ = ["SPEC", "Oversight", "REWARDS", "OUTCOME_REWARDS"]

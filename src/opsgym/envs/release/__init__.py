@@ -229,6 +229,17 @@ OUTCOME_REWARDS = {
     "incomplete": -3.0,
 }
 
+BRIEF = """You are releasing v2 of a web service, blue-green. v1 is live on the blue pool; v2 \
+goes to the green pool. A router splits traffic between the pools; the database has a schema \
+version (v2 needs schema 2; the migration is expand-only, so v1 runs on either). Either ship v2 \
+to all traffic and verify it, or roll back to v1 and verify that, before the window closes; then \
+call complete. Every operation takes simulated time.
+
+Tools can mislead, as real ones do: a deploy can time out after it committed, a health check \
+can answer from a cache older than the last change, a migration's acknowledgement can be lost, \
+a router can apply only part of a shift. An ambiguous result is resolved by inspecting, not by \
+retrying blindly; moving traffic onto a pool that cannot serve it is downtime."""
+
 SPEC = EnvSpec(
     name="release",
     gym_id="opsgym/Release-v1",
@@ -244,6 +255,7 @@ SPEC = EnvSpec(
     settled=frozenset({"unsafe", "downtime"}),
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
+    brief=BRIEF,
 )
 
 __all__ = ["SPEC", "Release", "REWARDS", "OUTCOME_REWARDS"]

@@ -1,0 +1,564 @@
+"""An LLM agent: any OpenAI-compatible chat endpoint, through the tool-calling face.
+
+:class:`LLMAgent` plays an episode turn by turn. Each turn it renders ``[system, user]`` with
+:func:`opsgym.adapters.toolcalls.render_messages` (the world's brief and the reply rules; the
+state now and what each call of its previous turn returned), asks the model once, reads the
+reply with :func:`~opsgym.adapters.toolcalls.parse_reply` and carries it out with
+:func:`~opsgym.adapters.toolcalls.run_turn`: 1 to 3 calls, each validated by the episode, the
+batch stopped at the first unexpected result. The context is the same size every turn: the
+observation holds everything the agent has been told, so no conversation history is resent.
+
+    agent = LLMAgent("release", model="qwen3-8b", base_url="http://127.0.0.1:8000/v1")
+    episode = agent.drive(opsgym.make("release", "mixed", 7))
+    opsgym run --env release --policy llm --model qwen3-8b --base-url http://127.0.0.1:8000/v1
+    opsgym eval --env release --policy llm:qwen3-8b   # OPSGYM_LLM_BASE_URL names the endpoint
+
+**Endpoint.** ``base_url``, ``model`` and ``api_key`` come from the arguments or from
+``OPSGYM_LLM_BASE_URL``, ``OPSGYM_LLM_MODEL`` and ``OPSGYM_LLM_API_KEY`` (the key may be left
+out for a local server). Anything that speaks ``/v1/chat/completions`` works: vLLM, SGLang,
+llama.cpp's server, Ollama (``http://127.0.0.1:11434/v1``), OpenRouter, OpenAI. Tools go as the
+request's ``tools`` (``tools_in_prompt=True`` lists them in the system message instead, for a
+server without native tool calling; the model then writes ``<tool_call>`` blocks, which are
+parsed the same way).
+
+**Reasoning off.** Tool-call turns need no long reasoning. ``reasoning="off"`` (the default)
+sends ``extra_body={"chat_template_kwargs": {"enable_thinking": False}, "reasoning":
+{"enabled": False}}``: the first turns Qwen3-style chat templates' thinking off on vLLM, SGLang
+and llama.cpp's server; the second is OpenRouter's switch. Servers ignore fields they do not
+know; one that refuses them (an HTTP 400 that names either) is asked again without them, and
+the agent remembers. For OpenAI's reasoning models pass ``extra_body={"reasoning_effort":
+"minimal"}``; for Ollama, ``{"reasoning_effort": "none"}``. ``reasoning="on"`` sends nothing.
+Reasoning a reply carries anyway (``<think>`` blocks, ``reasoning_content``) is recorded, and
+never parsed for calls.
+
+**Failures.** Each request has a ``timeout``. Timeouts, connection errors, 408, 409, 429 and
+5xx are retried by the ``openai`` client itself, ``max_retries`` times: it honours
+``Retry-After`` (and ``retry-after-ms``) up to 120 s, else backs off exponentially from 0.5 s
+(at most 8 s, with jitter). When the retries run out, or on any other HTTP error, the agent
+raises :class:`EndpointError` with one line that says what failed and where; the transcript
+keeps the failed turn. A reply, however malformed, is never an error: it is carried out or
+rejected by the episode (see :mod:`opsgym.adapters.toolcalls`).
+
+**Budget.** ``max_decisions`` bounds the model's turns per episode (default: the episode's step
+budget, which every turn spends at least one step of, so it ends first). An episode still
+running when the turns are spent is left unfinished, without a verdict, and the transcript says
+why.
+
+**Record.** Everything goes into ``Episode.transcript`` (``record()["transcript"]``): a
+``setup`` entry (backend, model, endpoint, settings, the system message and the tool schemas,
+which are the same every turn) and per turn the user message, the raw response, the parsed
+calls, what became of each (ran, rejected, skipped, extra, with its step), the tokens and their
+source, and the retries the client took. The events themselves are the episode's, hash-chained.
+
+**Tokens** are the model's output per turn (see :mod:`opsgym.adapters.toolcalls`): the
+provider's ``completion_tokens`` when the response has ``usage`` (the episode's token source is
+``provider``), else the face's own count (``tokenizer``). The source is fixed before the first
+step, from the first reply; a later reply without usage is counted by the tokenizer and its turn
+says so.
+
+**Offline planner.** :class:`OfflinePlanner` is not a model: one of the world's scripted
+policies writes its call as a ``<tool_call>`` reply, which then goes the same way as a model's
+(parsed, validated, recorded). It spends no tokens (token source ``none``). It is for demos and
+tests of the path, named ``planner:POLICY`` (``opsgym run --policy planner:oracle``), and labelled
+so in every transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from opsgym.adapters import toolcalls
+from opsgym.agents.base import PREFIXED, Call, legal_calls
+from opsgym.core.episode import Episode, StepResult
+from opsgym.core.errors import OpsgymError
+from opsgym.registry import spec
+
+ENV_BASE_URL = "OPSGYM_LLM_BASE_URL"
+ENV_MODEL = "OPSGYM_LLM_MODEL"
+ENV_API_KEY = "OPSGYM_LLM_API_KEY"
+DEFAULT_DECISIONS = 500
+"""Turns per episode when neither ``max_decisions`` nor the episode's step budget bounds them."""
+
+REASONING_OFF = {
+    "chat_template_kwargs": {"enable_thinking": False},
+    "reasoning": {"enabled": False},
+}
+"""What ``reasoning="off"`` adds to each request's body (see the module docstring)."""
+
+
+class LLMError(OpsgymError):
+    """The LLM agent cannot run: a missing setting or package."""
+
+
+class EndpointError(OpsgymError, RuntimeError):
+    """The model's endpoint failed: unreachable, timed out, refused, or out of retries."""
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How the agent talks to its endpoint.
+
+    Attributes:
+        model: The model's name at the endpoint (``OPSGYM_LLM_MODEL``).
+        base_url: The endpoint, up to ``/v1`` (``OPSGYM_LLM_BASE_URL``).
+        api_key: The key, if the endpoint wants one (``OPSGYM_LLM_API_KEY``).
+        max_decisions: Model turns per episode; ``None``: the episode's step budget.
+        timeout: Seconds one request may take.
+        max_retries: Retries of a request that timed out, could not connect, or got 408, 409,
+            429 or 5xx (the ``openai`` client's, honouring ``Retry-After``).
+        reasoning: ``off`` asks the endpoint not to reason (see the module docstring); ``on``
+            leaves it to the model.
+        temperature: Sampling temperature (``None``: the endpoint's default).
+        max_tokens: Most output tokens per turn (``None``: the endpoint's default).
+        tools_in_prompt: List the tools in the system message instead of the request's
+            ``tools``, for servers without native tool calling.
+        extra_body: More fields for each request's body (``reasoning_effort``, ``top_k``...).
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    max_decisions: int | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
+    reasoning: str = "off"
+    temperature: float | None = 0.0
+    max_tokens: int | None = 1024
+    tools_in_prompt: bool = False
+    extra_body: dict[str, Any] | None = None
+
+    def resolved(self) -> LLMSettings:
+        """These settings with the environment's defaults filled in, checked."""
+        model = self.model or os.environ.get(ENV_MODEL)
+        base_url = self.base_url or os.environ.get(ENV_BASE_URL)
+        key = self.api_key or os.environ.get(ENV_API_KEY)
+        if not model:
+            raise LLMError(f"No model for the LLM agent: pass --model M or set {ENV_MODEL}.")
+        if not base_url:
+            raise LLMError(
+                f"No endpoint for the LLM agent: pass --base-url URL (e.g. "
+                f"http://127.0.0.1:8000/v1) or set {ENV_BASE_URL}."
+            )
+        if self.reasoning not in ("off", "on"):
+            raise LLMError(f"reasoning must be 'off' or 'on', got {self.reasoning!r}.")
+        if self.max_decisions is not None and self.max_decisions < 1:
+            raise LLMError(f"max_decisions must be >= 1, got {self.max_decisions!r}.")
+        if self.timeout <= 0 or self.max_retries < 0:
+            raise LLMError(
+                f"timeout must be > 0 and max_retries >= 0, got {self.timeout!r} and "
+                f"{self.max_retries!r}."
+            )
+        return LLMSettings(**{**asdict(self), "model": model, "base_url": base_url, "api_key": key})
+
+    def public(self) -> dict[str, Any]:
+        """The settings as the transcript records them (never the key)."""
+        data = asdict(self)
+        data.pop("api_key")
+        return data
+
+
+# -- backends -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    """One turn's question to a backend.
+
+    ``messages`` and ``tools`` are what a model is sent. ``obs`` and ``legal`` (the legal
+    catalogue calls) are for the offline planner only, which reads what a scripted policy reads.
+    """
+
+    messages: list[dict[str, str]]
+    tools: list[dict[str, Any]] | None
+    obs: dict[str, Any]
+    legal: list[Call]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A backend's answer: the assistant ``message`` (a dict), the provider's ``usage`` (or
+    ``None``), the raw response as JSON, and the retries it took.
+    """
+
+    message: dict[str, Any]
+    usage: dict[str, Any] | None
+    raw: dict[str, Any]
+    retries: int = 0
+
+
+class Backend(Protocol):
+    """Where replies come from."""
+
+    label: str
+    token_source: str | None
+    """``None``: counted per reply (provider usage, else tokenizer); else fixed."""
+
+    def reset(self, seed: int | None) -> None:
+        """Prepare for a new episode."""
+
+    def complete(self, request: Request) -> Reply:
+        """The reply to ``request``; raises :class:`EndpointError` when there is none."""
+
+    def feedback(self, result: StepResult) -> None:
+        """What a call returned (the planner's scripted policy may want it)."""
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible chat endpoint through the ``openai`` client."""
+
+    token_source = None
+
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+        self.label = f"openai-compatible endpoint {settings.base_url} (model {settings.model})"
+        self._client: Any = None
+        self._reasoning_off = settings.reasoning == "off"
+
+    def reset(self, seed: int | None) -> None:
+        """Nothing to reset: the endpoint keeps no state between requests."""
+
+    def feedback(self, result: StepResult) -> None:
+        """Unused: the model reads results in its next prompt."""
+
+    def _openai(self) -> Any:
+        try:
+            import openai
+        except ImportError as exc:
+            raise LLMError(
+                "The LLM agent needs the openai client: pip install 'opsgym[llm]'."
+            ) from exc
+        return openai
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client, made on first use."""
+        if self._client is None:
+            s = self.settings
+            self._client = self._openai().OpenAI(
+                base_url=s.base_url,
+                api_key=s.api_key or "unused",  # local servers take any key; the client wants one
+                timeout=s.timeout,
+                max_retries=s.max_retries,
+            )
+        return self._client
+
+    def _body(self) -> dict[str, Any] | None:
+        body = dict(REASONING_OFF) if self._reasoning_off else {}
+        body.update(self.settings.extra_body or {})
+        return body or None
+
+    def complete(self, request: Request) -> Reply:
+        """Ask the endpoint once (the client retries what is transient)."""
+        openai, s = self._openai(), self.settings
+        kwargs: dict[str, Any] = {"model": s.model, "messages": request.messages}
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if s.temperature is not None:
+            kwargs["temperature"] = s.temperature
+        if s.max_tokens is not None:
+            kwargs["max_tokens"] = s.max_tokens
+        while True:
+            body = self._body()
+            try:
+                raw = self.client.chat.completions.with_raw_response.create(
+                    **kwargs, extra_body=body
+                )
+                completion = raw.parse()
+                break
+            except openai.BadRequestError as exc:
+                if self._reasoning_off and _names_reasoning_fields(exc):
+                    self._reasoning_off = False  # this endpoint refuses the switch: ask without
+                    continue
+                raise EndpointError(self._status_line(exc)) from exc
+            except openai.APITimeoutError as exc:
+                raise EndpointError(
+                    f"The LLM endpoint {s.base_url} did not answer within {s.timeout:g} s "
+                    f"({s.max_retries + 1} tries)."
+                ) from exc
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc
+                raise EndpointError(
+                    f"Cannot reach the LLM endpoint {s.base_url}: {_one_line(cause)} "
+                    f"({s.max_retries + 1} tries). Is the server running?"
+                ) from exc
+            except openai.APIStatusError as exc:
+                raise EndpointError(self._status_line(exc)) from exc
+        return _reply(completion, raw.retries_taken)
+
+    def _status_line(self, exc: Any) -> str:
+        s, code = self.settings, exc.status_code
+        retried = code in (408, 409, 429) or code >= 500
+        tries = f" after {s.max_retries + 1} tries" if retried else ""
+        return (
+            f"The LLM endpoint {s.base_url} answered HTTP {code}{tries}: "
+            f"{_one_line(_error_message(exc))}"
+        )
+
+
+def _one_line(value: Any, width: int = 300) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(getattr(exc, "message", exc))
+
+
+def _names_reasoning_fields(exc: Any) -> bool:
+    text = _error_message(exc) + " " + str(getattr(exc, "body", ""))
+    return any(name in text for name in REASONING_OFF)
+
+
+def _reply(completion: Any, retries: int) -> Reply:
+    """A :class:`Reply` from an ``openai`` ChatCompletion (or anything shaped like one)."""
+    raw = completion.model_dump(mode="json", exclude_none=True)
+    choices = raw.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        raise EndpointError(f"The LLM endpoint answered without a choice: {_one_line(raw)}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise EndpointError(f"The LLM endpoint answered without a message: {_one_line(raw)}")
+    usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else None
+    return Reply(message=message, usage=usage, raw=raw, retries=int(retries or 0))
+
+
+class OfflinePlanner:
+    """Not an LLM: a world's scripted policy writing its calls as ``<tool_call>`` replies.
+
+    It reads what that policy reads (the observation and the legal catalogue calls), never the
+    prompt, and spends no tokens. ``style="tool_calls"`` writes native calls instead of text.
+    """
+
+    token_source = "none"
+
+    def __init__(self, env: str, policy: str = "oracle", style: str = "text"):
+        from opsgym.agents.base import get_policy
+
+        if style not in ("text", "tool_calls"):
+            raise LLMError(f"style must be 'text' or 'tool_calls', got {style!r}.")
+        self.policy = get_policy(env, policy)
+        self.style = style
+        self.label = (
+            f"offline planner: the scripted {policy!r} policy writing tool calls; not an LLM, "
+            "no tokens"
+        )
+        self._calls = 0
+
+    def reset(self, seed: int | None) -> None:
+        """Reset the scripted policy."""
+        self.policy.reset(seed)
+        self._calls = 0
+
+    def feedback(self, result: StepResult) -> None:
+        """Hand the scripted policy its result, as :func:`opsgym.agents.play` would."""
+        hook = getattr(self.policy, "feedback", None)
+        if hook is not None:
+            hook(result)
+
+    def complete(self, request: Request) -> Reply:
+        """The scripted policy's next call, written as a reply."""
+        name, args = self.policy.act(request.obs, request.legal)
+        self._calls += 1
+        if self.style == "tool_calls":
+            call = {
+                "id": f"call_{self._calls}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        else:
+            body = json.dumps({"name": name, "arguments": args})
+            message = {"role": "assistant", "content": f"<tool_call>{body}</tool_call>"}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        return Reply(message=message, usage=usage, raw={"planner": True, "message": message})
+
+
+# -- the agent ------------------------------------------------------------------------------
+
+
+class LLMAgent:
+    """Plays episodes of ``env`` through the tool-calling face (see the module docstring).
+
+    Args:
+        env: The environment.
+        model: The model (else ``OPSGYM_LLM_MODEL``).
+        base_url: The endpoint (else ``OPSGYM_LLM_BASE_URL``).
+        api_key: Its key (else ``OPSGYM_LLM_API_KEY``).
+        backend: Use this instead of an endpoint (an :class:`OfflinePlanner`, a test double).
+        **settings: The other fields of :class:`LLMSettings`.
+    """
+
+    deterministic = False
+
+    def __init__(
+        self,
+        env: str,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        backend: Backend | None = None,
+        **settings: Any,
+    ):
+        self.env = spec(env).name
+        if backend is None:
+            self.settings = LLMSettings(
+                model=model, base_url=base_url, api_key=api_key, **settings
+            ).resolved()
+            self.backend: Backend = OpenAIBackend(self.settings)
+            self.name = f"llm:{self.settings.model}"
+        else:
+            self.settings = LLMSettings(model=model, base_url=base_url, **settings)
+            self.backend = backend
+            self.name = getattr(backend, "name", "llm:" + type(backend).__name__)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Prepare for a new episode."""
+        self.backend.reset(seed)
+
+    def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
+        """Not supported: the agent makes several calls a turn and counts their tokens, so it
+        steps the episode itself (:meth:`drive`, which :func:`opsgym.agents.play` calls).
+        """
+        raise LLMError(
+            f"{self.name} steps episodes itself: use opsgym.agents.play(episode, agent) or "
+            "agent.drive(episode), not act()."
+        )
+
+    def drive(self, episode: Episode) -> Episode:
+        """Play ``episode`` until it ends or the turns run out; return it.
+
+        Raises :class:`EndpointError` if the endpoint fails (the transcript keeps the turn).
+        """
+        if episode.env != self.env:
+            raise LLMError(f"{self.name} plays {self.env!r}, not {episode.env!r}.")
+        s = self.settings
+        turns = s.max_decisions or episode.max_steps or DEFAULT_DECISIONS
+        native = not s.tools_in_prompt
+        system = toolcalls.system_text(
+            episode.env, episode.spec.brief, None if native else episode.tools
+        )
+        episode.transcript.append(
+            {
+                "kind": "setup",
+                "agent": self.name,
+                "backend": self.backend.label,
+                "settings": s.public(),
+                "tools": "request" if native else "system message",
+                "max_calls": toolcalls.MAX_CALLS,
+                "system": system,
+                "schemas": episode.tools,
+            }
+        )
+        results: list[tuple[str, str]] | None = None
+        turn = 0
+        while not episode.done:
+            if turn >= turns:
+                episode.transcript.append(
+                    {"kind": "stop", "reason": f"the decision budget ({turns} turns) is spent"}
+                )
+                break
+            turn += 1
+            results = self._turn(episode, turn, system, native, results)
+        return episode
+
+    def _turn(
+        self,
+        episode: Episode,
+        turn: int,
+        system: str,
+        native: bool,
+        results: list[tuple[str, str]] | None,
+    ) -> list[tuple[str, str]]:
+        obs = episode.observe()
+        user = toolcalls.state_text(obs, results)
+        entry: dict[str, Any] = {"kind": "turn", "turn": turn, "step": episode.steps, "user": user}
+        episode.transcript.append(entry)
+        request = Request(
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            tools=episode.tools if native else None,
+            obs=obs,
+            legal=legal_calls(episode) if isinstance(self.backend, OfflinePlanner) else [],
+        )
+        try:
+            reply = self.backend.complete(request)
+        except EndpointError as exc:
+            entry["error"] = str(exc)
+            raise
+        parsed = toolcalls.parse_reply(reply.message)
+        tokens, source = self._tokens(reply)
+        self._mark_source(episode, source)
+        entry.update(
+            response=reply.raw,
+            retries=reply.retries,
+            parsed=[c.to_dict() for c in parsed.calls],
+            text=parsed.text,
+            reasoning=parsed.reasoning,
+            tokens={
+                "charged": tokens,
+                "source": source,
+                "prompt": (reply.usage or {}).get("prompt_tokens"),
+                "completion": (reply.usage or {}).get("completion_tokens"),
+            },
+        )
+        outcome = toolcalls.run_turn(episode, parsed, tokens, on_result=self.backend.feedback)
+        entry.update(calls=outcome.calls, stopped=outcome.stopped, steps=outcome.steps)
+        return outcome.results
+
+    def _tokens(self, reply: Reply) -> tuple[int, str]:
+        fixed = self.backend.token_source
+        if fixed == "none":
+            return 0, "none"
+        usage = reply.usage or {}
+        counted = usage.get("completion_tokens")
+        if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
+            return counted, "provider"
+        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "tokenizer"
+
+    @staticmethod
+    def _mark_source(episode: Episode, source: str) -> None:
+        """Name the episode's token source before its first step (see the module docstring)."""
+        if episode.steps == 0:
+            episode.token_source = source
+
+
+# -- registration ---------------------------------------------------------------------------
+
+
+def _llm(env: str, model: str) -> LLMAgent:
+    return LLMAgent(env, model=model)
+
+
+def _planner(env: str, policy: str) -> LLMAgent:
+    from opsgym.agents.base import is_deterministic
+
+    agent = LLMAgent(env, backend=OfflinePlanner(env, policy))
+    agent.name = f"planner:{policy}"
+    agent.deterministic = is_deterministic(env, policy)
+    return agent
+
+
+PREFIXED.setdefault("llm", _llm)
+PREFIXED.setdefault("planner", _planner)
+
+__all__ = [
+    "EndpointError",
+    "LLMAgent",
+    "LLMError",
+    "LLMSettings",
+    "OfflinePlanner",
+    "OpenAIBackend",
+]
