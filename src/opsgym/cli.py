@@ -31,7 +31,7 @@ def _short(value: Any, width: int = 90) -> str:
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -56,22 +56,40 @@ def run(
     env: Annotated[str, typer.Option(help="Environment name.")] = "release",
     scenario: Annotated[str | None, typer.Option(help="Scenario family.")] = None,
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
-    policy: Annotated[str, typer.Option(help="random, naive, oracle, ...")] = "oracle",
+    policy: Annotated[
+        str, typer.Option(help="random, oracle, ..., llm (with --model), llm:MODEL, planner:oracle")
+    ] = "oracle",
+    model: Annotated[
+        str | None, typer.Option(help="With --policy llm: the model (or OPSGYM_LLM_MODEL).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="With --policy llm: the endpoint, up to /v1 (or OPSGYM_LLM_BASE_URL)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the record (JSON) here.")] = None,
     quiet: Annotated[bool, typer.Option(help="Print only the outcome.")] = False,
 ) -> None:
     """Play one episode and print its timeline, what was true, and the verdict."""
     try:
-        episode = opsgym.run(env, scenario, seed, policy)
+        if policy == "llm":
+            from opsgym.agents import play
+            from opsgym.agents.llm import LLMAgent
+
+            agent = LLMAgent(env, model=model, base_url=base_url)
+            episode = play(opsgym.make(env, scenario, seed), agent)
+        else:
+            episode = opsgym.run(env, scenario, seed, policy)
     except OpsgymError as exc:
         _fail(str(exc))
     record = episode.record()
     if not quiet:
         _print_timeline(record)
     verdict = episode.verdict
+    outcome = verdict.outcome if verdict else "unfinished (no verdict)"
     console.print(
-        f"outcome [bold]{verdict.outcome}[/]  return {episode.total_reward:+.2f}  "
-        f"steps {episode.steps}  hash {record['hash'][:12]}"
+        f"outcome [bold]{outcome}[/]  return {episode.total_reward:+.2f}  "
+        f"steps {episode.steps}  tokens {sum(e['tokens'] for e in record['events'])} "
+        f"({record['token_source']})  hash {record['hash'][:12]}"
     )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +120,8 @@ def _print_timeline(record: dict[str, Any]) -> None:
             truth.add_row(str(e["step"]), _short(changed, 120))
         before = now
     console.print(truth)
+    if record["verdict"] is None:
+        return
     verdict = Table("invariant", "held", "reason", title="Verdict")
     for inv in record["verdict"]["invariants"]:
         verdict.add_row(
@@ -190,6 +210,35 @@ def _register_eval() -> None:
 
 
 _register_eval()
+
+
+def _register_mcp() -> None:
+    # The SDK is an extra and slow to import: only `opsgym mcp` itself loads it.
+    @app.command("mcp")
+    def mcp_command(
+        env: Annotated[
+            list[str] | None, typer.Option(help="Serve this world (repeatable); all by default.")
+        ] = None,
+        transport: Annotated[str, typer.Option(help="stdio or http (streamable HTTP).")] = "stdio",
+        host: Annotated[str, typer.Option(help="HTTP: address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="HTTP: port to listen on.")] = 8000,
+    ) -> None:
+        """Serve the worlds' tools to any MCP client (stdio, or streamable HTTP at /mcp)."""
+        try:
+            from opsgym.adapters.mcp import serve
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in {"mcp", "mcp_types", "uvicorn", "starlette"}:
+                raise
+            typer.echo(f"error: {exc}; install the extra: pip install 'opsgym[mcp]'", err=True)
+            raise typer.Exit(2) from None
+        try:
+            serve(env, transport=transport, host=host, port=port)
+        except OpsgymError as exc:
+            typer.echo(f"error: {exc}", err=True)  # stdout is the stdio transport's
+            raise typer.Exit(2) from None
+
+
+_register_mcp()
 
 
 if __name__ == "__main__":
