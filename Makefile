@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU build on this machine's disk; unpinned it pulls CUDA wheels
 	$(BIN)/python -m pip install -q "torch==2.13.0"
-	$(BIN)/python -m pip install -q -e ".[dev,train,ray,plots]"
+	$(BIN)/python -m pip install -q -e ".[dev,train,ray,plots,llm,mcp,grpo,inspect]"
 	touch $@
 
 setup: $(STAMP)

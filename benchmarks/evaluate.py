@@ -1,12 +1,16 @@
 """Speed of `opsgym eval` against a bare play loop, per world, in one run.
 
-For each world: oracle episodes per second on `mixed` test seeds through a bare
-``play(make(...), oracle)`` loop (nothing recorded, nothing stored); through
-``opsgym.evaluate`` with one worker and the SQLite store (a fresh file); and with two
-workers. Also: events written per second by the one-worker evaluation. Medians of
-``--repeats`` runs, after a warm-up evaluation that pays the one-time imports (SciPy's stats
-module alone takes about a second to import) so that per-episode costs compare. Goals (issue 8): one worker within 1.5x of the bare loop's time per
-episode, two workers at least 1.7x one worker's rate.
+For each world, oracle episodes per second on `mixed` test seeds through:
+
+* a bare ``play(make(...), oracle)`` loop (nothing recorded, nothing stored);
+* the same loop keeping each episode's ``record()`` (the hash chain an evaluation stores);
+* ``opsgym.evaluate`` with one worker and the SQLite store (a fresh file);
+* ``opsgym.evaluate`` with two local workers.
+
+Also: events written per second by the one-worker evaluation. Medians of ``--repeats`` runs,
+after a warm-up evaluation that pays the one-time imports (SciPy's stats module alone takes
+about a second), so that per-episode costs compare. Goals (issue 8): one worker within 1.5x of
+the bare loop's time per episode; two workers at least 1.7x one worker's rate.
 
     python benchmarks/evaluate.py [--episodes 300] [--repeats 3] [--only ENV] [--json FILE]
 """
@@ -30,13 +34,16 @@ sys.path.insert(0, str(HERE))
 from run import machine  # noqa: E402
 
 
-def bare(env: str, episodes: int) -> tuple[float, int]:
+def bare(env: str, episodes: int, record: bool = False) -> tuple[float, int]:
     """(episodes per second, events) of the oracle through a bare play loop."""
     seeds = opsgym.seeds("test", episodes)
     start = time.perf_counter()
     events = 0
     for seed in seeds:
-        events += play(opsgym.make(env, "mixed", seed), get_policy(env, "oracle")).steps
+        episode = play(opsgym.make(env, "mixed", seed), get_policy(env, "oracle"))
+        events += episode.steps
+        if record:
+            episode.record()
     return episodes / (time.perf_counter() - start), events
 
 
@@ -64,12 +71,14 @@ def main() -> None:
         runs = [bare(env, args.episodes) for _ in range(args.repeats)]
         loop = statistics.median(r[0] for r in runs)
         events = runs[0][1]
+        recorded = statistics.median(bare(env, args.episodes, True)[0] for _ in range(args.repeats))
         one = statistics.median(stored(env, args.episodes, 1) for _ in range(args.repeats))
         two = statistics.median(stored(env, args.episodes, 2) for _ in range(args.repeats))
         rows.append(
             {
                 "env": env,
                 "bare_eps": loop,
+                "bare_record_eps": recorded,
                 "one_worker_eps": one,
                 "two_workers_eps": two,
                 "one_vs_bare_time": loop / one,
@@ -80,13 +89,15 @@ def main() -> None:
         )
     print(f"machine: {machine()}  episodes={args.episodes} repeats={args.repeats} (medians)")
     print(
-        "| env | bare loop ep/s | eval 1 worker ep/s | eval 2 workers ep/s | "
-        "1 worker time vs bare (goal ≤ 1.5×) | 2 vs 1 worker rate (goal ≥ 1.7×) | events/s |"
+        "| env | bare loop ep/s | bare + record() ep/s | eval 1 worker ep/s | "
+        "eval 2 workers ep/s | 1 worker time vs bare (goal ≤ 1.5×) | "
+        "2 vs 1 worker rate (goal ≥ 1.7×) | events written/s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['env']} | {r['bare_eps']:,.0f} | {r['one_worker_eps']:,.0f} | "
+            f"| {r['env']} | {r['bare_eps']:,.0f} | {r['bare_record_eps']:,.0f} | "
+            f"{r['one_worker_eps']:,.0f} | "
             f"{r['two_workers_eps']:,.0f} | {r['one_vs_bare_time']:.2f}× | "
             f"{r['two_vs_one_rate']:.2f}× | {r['events_written_per_s']:,.0f} |"
         )
