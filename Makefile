@@ -18,8 +18,10 @@ setup: $(STAMP)
 
 run: setup  ## the main job (a demo episode until the server lands; see README)
 	$(BIN)/opsgym list
-	$(BIN)/opsgym run --env release --scenario deploy_timeout --seed 7 --policy oracle --out runs/demo.json
+	$(BIN)/opsgym run --env release --scenario mixed --seed 9 --policy oracle --out runs/demo.json
 	$(BIN)/opsgym replay runs/demo.json
+	$(BIN)/opsgym eval --env release --policy oracle --policy naive --episodes 50 --db runs/opsgym.sqlite --out runs/eval
+	$(BIN)/opsgym eval --verify release__oracle+naive__mixed__test__50x1 --db runs/opsgym.sqlite
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
@@ -30,6 +32,7 @@ test: lint
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/evaluate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis runs
