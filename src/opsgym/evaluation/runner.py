@@ -13,6 +13,7 @@ hidden), refuse ``reward_timing="dense"`` (it pays hidden facts through the rewa
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -147,10 +148,12 @@ def play_task(cfg: EvalConfig, task: Task) -> dict[str, Any]:
 
 def play_chunk(cfg: EvalConfig, chunk: Sequence[Task], store: str, name: str) -> list[Task]:
     """Play ``chunk`` in a worker and write it to ``store`` (a URL) in one transaction."""
-    writer = Writer(_worker_store(store), size=len(chunk) + 1, seconds=float("inf"))
-    for task in chunk:
-        writer.add(entry(cfg, play_task(cfg, task), name))
-    writer.flush()
+    entries = [entry(cfg, play_task(cfg, task), name) for task in chunk]
+    if _WRITE_LOCK is None:
+        _worker_store(store).add_episodes(entries)
+    else:
+        with _WRITE_LOCK:
+            _worker_store(store).add_episodes(entries)
     return list(chunk)
 
 
@@ -229,10 +232,11 @@ def lies_of(episode: Any) -> dict[str, Any]:
 
 # -- executors ------------------------------------------------------------------------------
 #
-# Local workers play; the main process writes what they return, in groups (a SQLite file takes
-# one writer at a time, and its busy handler sleeps in growing steps when writers queue). Ray
-# tasks, which may run on other machines, play a chunk of episodes and write it to the store
-# themselves, in one transaction: a task killed mid-chunk writes none of it.
+# Workers play a chunk of episodes and write it to the store themselves, in one transaction (a
+# worker killed mid-chunk writes none of it), so that writing overlaps with playing. Local
+# workers take turns to write under one lock: a SQLite file takes one writer at a time, and its
+# busy handler sleeps in growing steps (up to 100 ms) when writers queue for it. Ray tasks, which
+# may run on other machines, rely on the database (PostgreSQL for a cluster) to queue them.
 
 
 def _local(cfg: EvalConfig, todo: Sequence[Task]) -> Iterator[dict[str, Any]]:
@@ -245,10 +249,29 @@ def _chunks(todo: Sequence[Task], workers: int) -> list[list[Task]]:
     return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
 
 
-def _processes(cfg: EvalConfig, todo: Sequence[Task], workers: int) -> Iterator[dict[str, Any]]:
-    chunk = max(1, min(CHUNK, len(todo) // (workers * 4) or 1))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(play_task, [cfg] * len(todo), todo, chunksize=chunk)
+_WRITE_LOCK: Any = None
+
+
+def _share_lock(lock: Any) -> None:
+    """Pool initializer: the lock local workers take turns to write under."""
+    global _WRITE_LOCK
+    _WRITE_LOCK = lock
+
+
+def _processes(
+    cfg: EvalConfig, todo: Sequence[Task], workers: int, store: str, name: str
+) -> Iterator[dict[str, Any]]:
+    context = multiprocessing.get_context()
+    chunks = _chunks(todo, workers)
+    n = len(chunks)
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_share_lock,
+        initargs=(context.Lock(),),
+    ) as pool:
+        for done in pool.map(play_chunk, [cfg] * n, chunks, [store] * n, [name] * n):
+            yield from ({"task": t} for t in done)
 
 
 def _ray(
@@ -282,11 +305,11 @@ def execute(
 ) -> Iterator[dict[str, Any]]:
     """Play ``todo``, yielding each finished episode (in any order).
 
-    In one process or local workers the records come back to be written by the caller; Ray
+    In one process the records come back to be written by the caller; local workers and Ray
     tasks write to ``store`` (a URL) themselves and yield only their tasks.
     """
     if ray:
         return _ray(cfg, todo, ray, store, name)
     if workers > 1 and len(todo) > 1:
-        return _processes(cfg, todo, workers)
+        return _processes(cfg, todo, workers, store, name)
     return _local(cfg, todo)
