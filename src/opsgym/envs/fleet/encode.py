@@ -67,6 +67,7 @@ wait (last).
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,6 +91,9 @@ _STATUS = ("stalled", "hung", "degraded", "running")
 N_GLOBAL = 40
 _RANKS = N_GLOBAL + 3 * len(PATCH_FILES)
 _NO_FILES = [0.0] * (3 * len(PATCH_FILES))
+_HEAD = struct.Struct(f"={_RANKS}f")
+"""Packs the head (globals and patch files) as float32 straight into the vector: the same
+rounding as numpy's cast, without building an array from a list."""
 
 
 def _actions() -> list[tuple[str, dict[str, Any]]]:
@@ -216,6 +220,6 @@ class FleetEncoder:
         else:
             head += _NO_FILES
         out = np.empty(self.size, np.float32)
-        out[:_RANKS] = head
+        _HEAD.pack_into(out, 0, *head)
         out[_RANKS:] = v.features
         return out

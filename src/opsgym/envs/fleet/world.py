@@ -128,6 +128,7 @@ class Fleet(Actions, Diagnostics, World):
         self._rendered: dict[str, Any] | None = None
         self._seen_tokens = 0
         self._charged = 0
+        self._log_charged = 0.0  # log(max(_charged, 1)), kept rather than recomputed
         self._call = 0
         self._lied: dict[tuple[Any, ...], Any] = {}  # claim.about -> its last Lie
 
@@ -148,8 +149,10 @@ class Fleet(Actions, Diagnostics, World):
         spent, calls = self._reported, self._unpriced
         charged = self._charged + max(spent - self._seen_tokens, self.tokens_per_call * calls)
         self._seen_tokens, self._unpriced = spent, 0
-        self.rewards.add("tokens", math.log(max(charged, 1)) - math.log(max(self._charged, 1)))
+        log_charged = math.log(max(charged, 1))
+        self.rewards.add("tokens", log_charged - self._log_charged)
         self._charged = self.view.tokens = charged
+        self._log_charged = log_charged
         if self.view.calls >= self.budget and not self.ended:
             self.ended = f"the task's step budget of {self.budget} calls is spent"
         return report
@@ -219,16 +222,19 @@ class Fleet(Actions, Diagnostics, World):
         return not any(self._active(f) for f in before)
 
     def _status(self) -> str:
+        # called several times a step: ``_fabric`` and ``_spread`` inlined, same values
         t = self.t
         if t.destroyed:
             return "failed"
         if t.oom or t.lost:
             return "stalled"
-        if self._hung():
+        if t.desync and self._hung():
             return "hung"
-        if t.version_nodes and self._spread() >= 1.0:
-            return "stalled"
-        if t.version_nodes or self._fabric() < 1.0 or t.drained:
+        if t.version_nodes:
+            if min(1.0, self.clock / self.facts["spread_minutes"]) >= 1.0:
+                return "stalled"
+            return "degraded"
+        if t.fabric < 1.0 or t.drained:
             return "degraded"
         return "running"
 
@@ -238,7 +244,9 @@ class Fleet(Actions, Diagnostics, World):
             return 1.0
         if status != "degraded":
             return 0.0
-        return self.t.fabric * (1.0 - 0.5 * self._spread()) * self._capacity()
+        t = self.t
+        spread = min(1.0, self.clock / self.facts["spread_minutes"]) if t.version_nodes else 0.0
+        return t.fabric * (1.0 - 0.5 * spread) * (1.0 - len(t.drained) / N_NODES)
 
     def _healthy(self) -> bool:
         """No fault, no root cause left, and the job at its nominal capacity."""
@@ -268,12 +276,13 @@ class Fleet(Actions, Diagnostics, World):
     def _capture(self) -> dict[str, Any]:
         """What the dashboard's next scrape will show (rendered when someone looks)."""
         t = self.t
+        status = self._status()
         return {
             "call": self._call,
             "clock": self.clock,
-            "status": self._status(),
+            "status": status,
             "healthy": self._healthy(),
-            "factor": self._throughput(),
+            "factor": self._throughput(status),
             "oom": list(t.oom),
             "lost": list(t.lost),
             "version_nodes": list(t.version_nodes),
@@ -625,14 +634,22 @@ class Fleet(Actions, Diagnostics, World):
         """
         t = self.t
         status = self._status()
+        capacity = 1.0 - len(t.drained) / N_NODES
+        if status == "running":
+            factor = 1.0
+        elif status != "degraded":
+            factor = 0.0
+        else:  # ``_throughput``, inlined
+            spread = min(1.0, self.clock / self.facts["spread_minutes"]) if t.version_nodes else 0.0
+            factor = t.fabric * (1.0 - 0.5 * spread) * capacity
         return {
             "task": self.scenario.name,
             "faults": self._present_list,
             "status": status,
             "healthy": status == "running" and not (t.desync or t.version_nodes),
-            "throughput_factor": self._throughput(status),
+            "throughput_factor": factor,
             "fabric_factor": t.fabric,
-            "capacity": 1.0 - len(t.drained) / N_NODES,
+            "capacity": capacity,
             "oom": sorted(t.oom),
             "lost": list(t.lost),
             "desync": t.desync,
