@@ -23,8 +23,7 @@ import difflib
 import hashlib
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 import orjson
@@ -102,9 +101,8 @@ class Event(TypedDict):
     truth: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
-    """What one call returned.
+class StepResult(NamedTuple):
+    """What one call returned (immutable; a named tuple, cheap to make on every step).
 
     Attributes:
         report: What the tool said (may mislead), or ``{"error": reason}`` when rejected.

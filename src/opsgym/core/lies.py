@@ -59,12 +59,13 @@ class Lie:
 class LieLedger:
     """The lies told in one episode, and what became of each."""
 
-    __slots__ = ("told", "_step", "_new")
+    __slots__ = ("told", "_step", "_new", "_open")
 
     def __init__(self) -> None:
         self.told: list[Lie] = []
         self._step = 0
         self._new: list[Lie] = []
+        self._open = 0
 
     def tell(
         self,
@@ -78,16 +79,21 @@ class LieLedger:
         lie = Lie(kind, self._step, _match(reconciled_by), _match(trusted_by), detail)
         self.told.append(lie)
         self._new.append(lie)
+        self._open += 1
 
     def before_call(self, step: int, tool: str, args: Any) -> None:
         """Settle open lies against an accepted call about to run (step ``step``)."""
         self._step = step
+        if not self._open:  # the common case: nothing to settle
+            return
         for lie in self.told:
             if lie.status == "open":
                 if lie.reconciles(tool, args):
                     lie.status = "reconciled"
+                    self._open -= 1
                 elif lie.trusts(tool, args):
                     lie.status = "trusted"
+                    self._open -= 1
 
     def drain_new(self) -> list[dict[str, Any]]:
         """The lies told since the last call, as dicts (for the event's truth)."""
