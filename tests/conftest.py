@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -36,3 +37,26 @@ def world_state(ep: opsgym.Episode) -> dict[str, Any]:
         "rng": w.rng.bit_generator.state,
         "ended": w.ended,
     }
+
+
+def lie_counts(ep: opsgym.Episode, kind: str) -> dict[str, int]:
+    """Lies of ``kind`` told, trusted and reconciled so far in ``ep``."""
+    return ep.world.lies.summary()["by_kind"].get(kind, {"told": 0, "trusted": 0, "reconciled": 0})
+
+
+def measure_lies(
+    env: str, name: str, seeds: list[int], kinds: Any, config: dict[str, Any] | None = None
+) -> tuple[Counter, dict[str, Counter]]:
+    """Lies told, trusted and reconciled by policy ``name`` over ``mixed`` episodes of
+    ``seeds``, in all and per kind."""
+    from opsgym.agents import get_policy, play
+
+    total: Counter = Counter()
+    by_kind: dict[str, Counter] = {k: Counter() for k in kinds}
+    for seed in seeds:
+        ep = opsgym.make(env, "mixed", seed, config=config)
+        summary = play(ep, get_policy(env, name)).world.lies.summary()
+        total.update({k: summary[k] for k in ("told", "trusted", "reconciled")})
+        for kind, counts in summary["by_kind"].items():
+            by_kind[kind].update(counts)
+    return total, by_kind

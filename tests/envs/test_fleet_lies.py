@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 import opsgym
-from opsgym.agents import RandomPolicy, play
+from opsgym.agents import play
 from opsgym.core.lies import LieLedger
 from opsgym.envs.fleet import SPEC
 from opsgym.envs.fleet.encode import FleetEncoder
+from tests.conftest import lie_counts, measure_lies
 
 N = 200
 SEEDS = opsgym.seeds("test", N)
@@ -155,22 +156,13 @@ def _seed(kind: str, start: int = 0) -> int:
     return next(s for s in range(start, start + 200) if ready is None or ready(_make(kind, s)))
 
 
-def _kind(ep, kind: str) -> dict[str, int]:
-    return ep.world.lies.summary()["by_kind"].get(kind, {"told": 0, "trusted": 0, "reconciled": 0})
+_kind = lie_counts
 
 
 @cache
 def _measure(name: str) -> tuple[Counter, dict[str, Counter]]:
     """Lies told, trusted and reconciled by ``name`` over the 200 test seeds, and per kind."""
-    total: Counter = Counter()
-    by_kind: dict[str, Counter] = {k: Counter() for k in KINDS}
-    for seed in SEEDS:
-        policy = RandomPolicy() if name == "random" else SPEC.policies[name]()
-        summary = play(opsgym.make("fleet", "mixed", seed), policy).world.lies.summary()
-        total.update({k: summary[k] for k in ("told", "trusted", "reconciled")})
-        for kind, counts in summary["by_kind"].items():
-            by_kind[kind].update(counts)
-    return total, by_kind
+    return measure_lies("fleet", name, SEEDS, KINDS)
 
 
 # -- the rule, one kind at a time ---------------------------------------------------------

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 import opsgym
-from opsgym.agents import RandomPolicy, play
+from opsgym.agents import play
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.exploits import TrustAnswers
 from opsgym.envs.oversight.lies import KINDS
+from tests.conftest import lie_counts, measure_lies
 
 N = 200
 SEEDS = opsgym.seeds("test", N)
@@ -101,23 +102,13 @@ def _steps(ep, calls):
     return [ep.step(tool, args) for tool, args in calls]
 
 
-def _kind(ep, kind: str) -> dict[str, int]:
-    return ep.world.lies.summary()["by_kind"].get(kind, {"told": 0, "trusted": 0, "reconciled": 0})
+_kind = lie_counts
 
 
 @cache
 def _measure(name: str, difficulty: str) -> tuple[Counter, dict[str, Counter]]:
     """Lies told, trusted and reconciled by ``name`` over the 200 test seeds, and per kind."""
-    total: Counter = Counter()
-    by_kind: dict[str, Counter] = {k: Counter() for k in KINDS}
-    for seed in SEEDS:
-        policy = RandomPolicy() if name == "random" else SPEC.policies[name]()
-        ep = opsgym.make("oversight", "mixed", seed, config={"difficulty": difficulty})
-        summary = play(ep, policy).world.lies.summary()
-        total.update({k: summary[k] for k in ("told", "trusted", "reconciled")})
-        for kind, counts in summary["by_kind"].items():
-            by_kind[kind].update(counts)
-    return total, by_kind
+    return measure_lies("oversight", name, SEEDS, KINDS, {"difficulty": difficulty})
 
 
 # -- the rule, one kind at a time ---------------------------------------------------------

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 import opsgym
-from opsgym.agents import RandomPolicy, play
+from opsgym.agents import play
 from opsgym.envs.release import SPEC
+from tests.conftest import lie_counts, measure_lies
 
 N = 200
 SEEDS = opsgym.seeds("test", N)
@@ -111,22 +112,13 @@ def _steps(ep, calls):
     return [ep.step(*c) if isinstance(c, tuple) else ep.step(c) for c in calls]
 
 
-def _kind(ep, kind: str) -> dict[str, int]:
-    return ep.world.lies.summary()["by_kind"].get(kind, {"told": 0, "trusted": 0, "reconciled": 0})
+_kind = lie_counts
 
 
 @cache
 def _measure(name: str) -> tuple[Counter, dict[str, Counter]]:
     """Lies told, trusted and reconciled by ``name`` over the 200 test seeds, and per kind."""
-    total: Counter = Counter()
-    by_kind: dict[str, Counter] = {k: Counter() for k in KINDS}
-    for seed in SEEDS:
-        policy = RandomPolicy() if name == "random" else SPEC.policies[name]()
-        summary = play(opsgym.make("release", "mixed", seed), policy).world.lies.summary()
-        total.update({k: summary[k] for k in ("told", "trusted", "reconciled")})
-        for kind, counts in summary["by_kind"].items():
-            by_kind[kind].update(counts)
-    return total, by_kind
+    return measure_lies("release", name, SEEDS, KINDS)
 
 
 # -- the rule, one kind at a time ---------------------------------------------------------
