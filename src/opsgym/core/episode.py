@@ -427,15 +427,13 @@ class Episode:
         """
         header = self.header()
         root = header_hash(header)
-        events, prev = [], root
-        for event in self.events:
-            body = canonical(event)
-            prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        events = []
+        for event, digest in zip(self.events, chain(self.events, root), strict=True):
             try:  # a JSON round trip is the cheapest deep copy; key order kept as recorded
                 copy = orjson.loads(orjson.dumps(event))
             except (TypeError, orjson.JSONDecodeError):  # an integer beyond 64 bits
                 copy = fresh(event)
-            copy["hash"] = prev
+            copy["hash"] = digest
             events.append(copy)
         record = {
             **header,

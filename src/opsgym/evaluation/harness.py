@@ -107,7 +107,7 @@ def evaluate(
     )
     name = name or default_name(cfg)
     with open_store(db) as store:
-        evaluation = store.start_evaluation(name, cfg.to_dict())
+        store.start_evaluation(name, cfg.to_dict())  # creates it, or resumes it
         done = store.done_keys(name)
         todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]
         played = 0
@@ -132,7 +132,6 @@ def evaluate(
             trials=cfg.trials,
         )
         store.finish_evaluation(name, "done", {"summary": summary})
-        del evaluation
     result = EvaluationResult(name, cfg, summary, played, len(rows))
     if out is not None:
         from opsgym.evaluation.report import write_outputs

@@ -34,6 +34,20 @@ class Naive:
         return "complete", {}
 
 
+def finish_rollback(obs: dict[str, Any]) -> Call:
+    """The next call of a rollback the judge accepts: roll back, read blue fresh, verify after
+    the last traffic change, complete.
+    """
+    if not obs["rolled_back"]:
+        return "rollback", {}
+    if _fresh(obs, "blue") is None:
+        return "health_check", {"target": "blue"}
+    verify = obs["verify"]
+    if verify is None or verify["checked_at"] < obs["traffic_changed_at"]:
+        return "verify", {}
+    return "complete", {}
+
+
 def _fresh(obs: dict[str, Any], target: str) -> dict[str, Any] | None:
     report = obs["health"][target]
     if (
@@ -111,7 +125,7 @@ class Oracle:
         if obs["deploy"] in ("none", "absent"):
             return "deploy", {}
         if self._aborting or obs["rolled_back"]:
-            return self._finish_rollback(obs)
+            return finish_rollback(obs)
         if obs["schema"] != 2:
             return "migrate", {}
         requested = obs["requested_green_percent"]
@@ -144,15 +158,6 @@ class Oracle:
         self._aborting = True
         return "rollback", {}
 
-    def _finish_rollback(self, obs: dict[str, Any]) -> Call:
-        if not obs["rolled_back"]:
-            return "rollback", {}
-        if _fresh(obs, "blue") is None:
-            return "health_check", {"target": "blue"}
-        verify = obs["verify"]
-        if verify is None or verify["checked_at"] < obs["traffic_changed_at"]:
-            return "verify", {}
-        return "complete", {}
 
 
 POLICIES = {"naive": Naive, "oracle": Oracle}
