@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+PORT   ?= 8000
+DB     ?= runs/opsgym.sqlite
 
 .PHONY: setup run test lint bench clean
 
@@ -11,17 +13,15 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU build on this machine's disk; unpinned it pulls CUDA wheels
 	$(BIN)/python -m pip install -q "torch==2.13.0"
-	$(BIN)/python -m pip install -q -e ".[dev,train,ray,plots,llm,mcp,grpo,inspect]"
+	$(BIN)/python -m pip install -q -e ".[dev,server,train,ray,plots,llm,mcp,grpo,inspect,openenv]"
 	touch $@
 
 setup: $(STAMP)
 
-run: setup  ## the main job (a demo episode until the server lands; see README)
-	$(BIN)/opsgym list
-	$(BIN)/opsgym run --env release --scenario mixed --seed 9 --policy oracle --out runs/demo.json
-	$(BIN)/opsgym replay runs/demo.json
-	$(BIN)/opsgym eval --env release --policy oracle --policy naive --episodes 50 --db runs/opsgym.sqlite --out runs/eval
-	$(BIN)/opsgym eval --verify release__oracle+naive__mixed__test__50x1 --db runs/opsgym.sqlite
+run: setup  ## the main job: the server on 127.0.0.1 with the SQLite store in runs/
+	$(BIN)/opsgym eval --env release --policy oracle --policy naive --episodes 50 --db $(DB) --out runs/eval
+	$(BIN)/opsgym eval --verify release__oracle+naive__mixed__test__50x1 --db $(DB)
+	$(BIN)/opsgym serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
@@ -33,6 +33,7 @@ test: lint
 bench: setup
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/evaluate.py
+	$(BIN)/python benchmarks/server.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis runs

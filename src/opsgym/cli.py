@@ -241,5 +241,73 @@ def _register_mcp() -> None:
 _register_mcp()
 
 
+def _register_serve() -> None:
+    # FastAPI and Uvicorn are the `server` extra: only `opsgym serve` loads them.
+    @app.command("serve")
+    def serve_command(
+        host: Annotated[
+            str, typer.Option(help="Address to listen on (loopback by default).")
+        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+        db: Annotated[
+            str | None,
+            typer.Option(
+                help="Store: SQLite path or SQLAlchemy URL (default: OPSGYM_DB or the user's file)."
+            ),
+        ] = None,
+        token: Annotated[
+            str | None,
+            typer.Option(
+                help="Bearer token for all routes but /health; needed off loopback (OPSGYM_TOKEN)."
+            ),
+        ] = None,
+        max_sessions: Annotated[
+            int | None, typer.Option(help="Open sessions before a 503.")
+        ] = None,
+        env: Annotated[
+            str | None, typer.Option(help="World of an OpenEnv session that names none.")
+        ] = None,
+    ) -> None:
+        """Serve the worlds: OpenEnv's protocol (/ws ...), REST sessions and the store (/api)."""
+        try:
+            from pydantic import ValidationError
+
+            from opsgym.server import ServerSettings, serve
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in {
+                "fastapi",
+                "uvicorn",
+                "pydantic_settings",
+                "starlette",
+            }:
+                raise
+            _fail(f"{exc}; install the extra: pip install 'opsgym[server]'")
+        given = {"host": host, "port": port, "db": db, "token": token, "max_sessions": max_sessions}
+        if env is not None:
+            given["default_env"] = env
+        try:
+            settings = ServerSettings(**{k: v for k, v in given.items() if v is not None})
+            if env is not None:
+                opsgym.registry.spec(env)
+        except ValidationError as exc:
+            _fail(
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+            )
+        except OpsgymError as exc:
+            _fail(str(exc))
+        shown = "127.0.0.1" if host == "localhost" else host
+        typer.echo(
+            f"opsgym {opsgym.__version__} serving on http://{shown}:{settings.port}  "
+            f"(API docs /docs, OpenEnv /ws, REST /api; store: {settings.db or 'default'})"
+        )
+        serve(settings)
+
+
+_register_serve()
+
+
 if __name__ == "__main__":
     app()

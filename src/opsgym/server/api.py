@@ -1,0 +1,402 @@
+"""The REST face under ``/api``: worlds, sessions, the store, evaluations, and the fleet extras.
+
+Routes are thin: they check the body (pydantic, ``extra="forbid"``), call the session manager,
+the store or the harness, and shape the answer. What a running session returns is
+:meth:`~opsgym.server.sessions.Session.public`; its record (the truth, marked
+``truth_included``) only once it has ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Path, Query, status
+
+from opsgym.agents.base import policy_names
+from opsgym.core.errors import OpsgymError
+from opsgym.core.scenarios import families
+from opsgym.registry import spec, specs
+from opsgym.server.models import (
+    ComposeRequest,
+    EvaluationStart,
+    ForcedSessionCreate,
+    GradeRequest,
+    SessionCreate,
+    SessionStep,
+)
+from opsgym.server.openenv import JSON, tools_of
+from opsgym.server.sessions import Session, SessionManager
+
+SPLITS = ("train", "dev", "test")
+
+
+class Missing(OpsgymError, LookupError):
+    """What the request names does not exist here (404)."""
+
+
+class Conflict(OpsgymError):
+    """The request is well formed but the resource is not in a state to take it (409)."""
+
+
+def describe_env(name: str) -> dict[str, Any]:
+    """A world as a client needs it: scenarios by split, policies, tools, whether levelled."""
+    s = spec(name)
+    manual = (__import__(f"opsgym.envs.{name}", fromlist=["SPEC"]).__doc__ or "").strip()
+    return {
+        "name": s.name,
+        "gym_id": s.gym_id,
+        "summary": manual.splitlines()[0] if manual else "",
+        "max_steps": s.max_steps,
+        "scenarios": [
+            {
+                "name": sc.name,
+                "description": sc.description,
+                "held_out": sc.held_out,
+                "mixture": sc.mixture,
+                "splits": [sp for sp in SPLITS if sc.name in families(s.scenarios, sp)],
+            }
+            for sc in s.scenarios
+        ],
+        "policies": policy_names(s.name),
+        "tools": tools_of(s.name),
+        "outcomes": sorted(s.outcome_rewards),
+        "safe_outcomes": sorted(s.safe_outcomes),
+        "curriculum": hasattr(__import__(f"opsgym.envs.{name}", fromlist=["SPEC"]), "curriculum"),
+    }
+
+
+def _step_entry(session: Session, index: int) -> dict[str, Any]:
+    event = session.episode.events[index]
+    return {
+        "step": event["step"],
+        "tool": event["tool"],
+        "args": event["args"],
+        "rejected": event["rejected"],
+        "report": event["report"],
+        "reward": sum(event["reward"].values()),
+        "done": event["done"],
+    }
+
+
+class Jobs:
+    """Evaluations started over HTTP, run one at a time in a background thread."""
+
+    def __init__(self, db: str | None):
+        self.db = db
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opsgym-eval")
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, body: EvaluationStart) -> dict[str, Any]:
+        """Check ``body`` and queue its evaluation; the job's first state."""
+        from opsgym.evaluation.harness import default_name
+        from opsgym.evaluation.runner import EvalConfig, check
+
+        cfg = check(
+            EvalConfig(
+                body.env,
+                tuple(body.policies),
+                tuple(body.scenarios),
+                body.split,
+                body.episodes,
+                body.trials,
+                dict(body.config),
+                None,
+            )
+        )
+        name = body.name or default_name(cfg)
+        with self._lock:
+            job = self.jobs.get(name)
+            if job is not None and job["status"] in ("queued", "running"):
+                raise Conflict(f"evaluation {name!r} is already {job['status']}")
+            job = {"name": name, "status": "queued", "done": 0, "total": None, "error": None}
+            job["started_at"] = time.time()
+            self.jobs[name] = job
+        self.pool.submit(self._run, job, cfg)
+        return dict(job)
+
+    def _run(self, job: dict[str, Any], cfg: Any) -> None:
+        from opsgym.evaluation.harness import evaluate
+
+        def progress(stream: Any, total: int) -> Any:
+            job["total"], job["status"] = total, "running"
+            for item in stream:
+                job["done"] += 1
+                yield item
+
+        try:
+            evaluate(
+                cfg.env,
+                cfg.policies,
+                cfg.scenarios,
+                split=cfg.split,
+                episodes=cfg.episodes,
+                trials=cfg.trials,
+                config=cfg.config,
+                db=self.db,
+                name=job["name"],
+                progress=progress,
+            )
+            job["status"] = "done"
+        except Exception as exc:  # noqa: BLE001 -- a job's failure is its status, not the server's
+            job["status"], job["error"] = "failed", f"{type(exc).__name__}: {exc}"
+        job["finished_at"] = time.time()
+
+    def close(self) -> None:
+        """Drop queued jobs (a running one ends with the process)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # noqa: C901
+    """Every ``/api`` route."""
+    api = APIRouter(prefix="/api")
+    create_model = ForcedSessionCreate if settings.allow_overrides else SessionCreate
+
+    def store() -> Any:
+        if manager.writer is None:
+            raise Conflict("this server has no store")
+        return manager.writer.store
+
+    # -- worlds ---------------------------------------------------------------------------------
+
+    @api.get("/envs", tags=["worlds"])
+    def list_envs() -> JSON:
+        """Every world, with its scenarios, policies and tool schemas."""
+        return JSON([describe_env(name) for name in specs()])
+
+    @api.get("/envs/{env}", tags=["worlds"])
+    def get_env(env: str) -> JSON:
+        """One world."""
+        return JSON(describe_env(spec(env).name))
+
+    @api.get("/envs/{env}/tasks", tags=["worlds"])
+    def tasks(env: str, split: str | None = Query(None, pattern="^(train|dev|test)$")) -> JSON:
+        """The task list: the world's scenarios (those of one split if given)."""
+        scenarios = describe_env(spec(env).name)["scenarios"]
+        if split is not None:
+            scenarios = [sc for sc in scenarios if split in sc["splits"]]
+        return JSON(scenarios)
+
+    @api.get("/envs/{env}/curriculum", tags=["worlds"])
+    def curriculum(env: str) -> JSON:
+        """The server's curriculum for a levelled world: its state and its events."""
+        try:
+            c = manager.curriculum(spec(env).name)
+        except ValueError as exc:
+            raise Missing(str(exc)) from None
+        return JSON({"state": c.state(), "events": list(c.events)})
+
+    @api.post("/envs/fleet/compose", tags=["worlds"])
+    def compose(body: ComposeRequest) -> JSON:
+        """Generate a fleet challenge from faults (what the generated incident holds)."""
+        from opsgym.envs.fleet.tasks import compose as make_challenge
+
+        params = body.params.model_dump(exclude_none=True)
+        scenario = make_challenge(*body.faults, name=body.name, **params)
+        return JSON(
+            {
+                "name": scenario.name,
+                "description": scenario.description,
+                "faults": list(scenario.faults),
+                "params": scenario.params,
+                "hidden_facts": sorted(scenario.hidden),
+            }
+        )
+
+    @api.post("/grade", tags=["store"])
+    def grade(body: GradeRequest) -> JSON:
+        """Judge a finished episode again from its calls: the replay's match and verdict."""
+        from opsgym.core.replay import replay
+
+        record = body.record
+        try:
+            result = replay(record)
+        except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a malformed record
+            raise ValueError(f"the record cannot be replayed: {type(exc).__name__}: {exc}") from exc
+        return JSON(
+            {
+                "match": result.match,
+                "first_difference": result.first_difference,
+                "recorded_hash": result.recorded_hash,
+                "replayed_hash": result.replayed_hash,
+                "verdict": record.get("verdict") if result.match else None,
+            }
+        )
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def create_session(body: SessionCreate) -> JSON:
+        """Start an episode in a new session."""
+        session = manager.create(
+            body.env,
+            body.scenario,
+            body.seed,
+            config=body.config,
+            split=body.split,
+            overrides=getattr(body, "overrides", None),
+            curriculum=body.curriculum,
+        )
+        out = session.public()
+        out["tools"] = tools_of(session.episode.env)
+        return JSON(out, status_code=status.HTTP_201_CREATED)
+
+    # The model is chosen at run time (overrides only on leak-test servers); with postponed
+    # annotations FastAPI reads the string, so the class is set here.
+    create_session.__annotations__["body"] = create_model
+    api.post("/sessions", tags=["sessions"], status_code=status.HTTP_201_CREATED)(create_session)
+
+    @api.get("/sessions", tags=["sessions"])
+    def list_sessions() -> JSON:
+        """Every open session, briefly."""
+        return JSON(
+            [
+                {
+                    "id": s.id,
+                    "kind": s.kind,
+                    "env": s.episode.env,
+                    "scenario": s.episode.scenario.name,
+                    "steps": s.episode.steps,
+                    "done": s.done,
+                    "created_at": s.created_at,
+                }
+                for s in list(manager.sessions.values())
+            ]
+        )
+
+    @api.get("/sessions/{session_id}", tags=["sessions"])
+    def get_session(session_id: str) -> JSON:
+        """One session: what its agent may see, and the verdict once it has ended."""
+        return JSON(manager.get(session_id).public())
+
+    @api.post("/sessions/{session_id}/step", tags=["sessions"])
+    async def step_session(session_id: str, body: SessionStep) -> JSON:
+        """One call (yours, or a named policy's), or a policy's calls to the end."""
+        session = manager.get(session_id)
+        if session.kind != "rest":
+            raise Conflict(f"session {session_id} belongs to its WebSocket")
+        if not session.busy.acquire(blocking=False):
+            raise Conflict(f"session {session_id} is busy with another request")
+        try:
+            first = session.episode.steps
+            if body.tool is not None:
+                session.step(body.tool, body.args)
+            elif body.to_end:
+                await anyio.to_thread.run_sync(lambda: session.play(body.policy, to_end=True))
+            else:
+                session.play(body.policy, to_end=False)
+            if session.done:
+                manager.settle(session)
+            steps = [_step_entry(session, i) for i in range(first, session.episode.steps)]
+            return JSON({"steps": steps, "session": session.public(history=False)})
+        finally:
+            session.busy.release()
+
+    @api.get("/sessions/{session_id}/record", tags=["sessions"])
+    def session_record(session_id: str) -> JSON:
+        """The ended episode's record: every call and, marked as such, the truth after it."""
+        session = manager.get(session_id)
+        if not session.done:
+            raise Conflict(
+                f"session {session_id} is still running (step {session.episode.steps}); the "
+                "record, which holds the truth, is readable once the episode has ended"
+            )
+        ep = session.episode
+        return JSON(
+            {
+                "truth_included": True,
+                "verdict": {**ep.verdict.to_dict(), "failed": ep.verdict.failed},
+                "record": ep.record(),
+            }
+        )
+
+    @api.delete("/sessions/{session_id}", tags=["sessions"])
+    def delete_session(session_id: str) -> JSON:
+        """Close a session (an ended episode is saved; a running one is dropped)."""
+        session = manager.close(session_id)
+        return JSON({"id": session.id, "closed": True, "saved": session.stored})
+
+    # -- the store ------------------------------------------------------------------------------
+
+    @api.get("/episodes", tags=["store"])
+    def list_episodes(
+        env: str | None = Query(None, max_length=64),
+        scenario: str | None = Query(None, max_length=128),
+        family: str | None = Query(None, max_length=128),
+        policy: str | None = Query(None, max_length=128),
+        evaluation: str | None = Query(None, max_length=200),
+        outcome: str | None = Query(None, max_length=64),
+        split: str | None = Query(None, pattern="^(train|dev|test)$"),
+        limit: int = Query(100, ge=1, le=1000),
+        offset: int = Query(0, ge=0, le=2**62),
+    ) -> JSON:
+        """Stored episodes matching every filter, oldest first (without their events)."""
+        rows = store().episodes(
+            env=env,
+            scenario=scenario,
+            family=family,
+            policy=policy,
+            evaluation=evaluation,
+            outcome=outcome,
+            split=split,
+            limit=limit,
+            offset=offset,
+        )
+        return JSON([{**r, "created_at": r["created_at"].isoformat()} for r in rows])
+
+    # Store ids are 64-bit: a larger one is a 422 here, not an overflow in the database.
+    stored_id = Path(ge=0, le=2**63 - 1, description="A stored episode's id.")
+
+    @api.get("/episodes/{episode_id}", tags=["store"])
+    def get_episode(episode_id: int = stored_id) -> JSON:
+        """One stored episode's record (truth included: it has ended)."""
+        return JSON({"truth_included": True, "record": store().episode_record(episode_id)})
+
+    @api.get("/episodes/{episode_id}/replay", tags=["store"])
+    def replay_episode(episode_id: int = stored_id) -> JSON:
+        """Replay a stored episode from its calls and say whether it matches."""
+        return grade(GradeRequest(record=store().episode_record(episode_id)))
+
+    @api.get("/evaluations", tags=["store"])
+    def list_evaluations() -> JSON:
+        """Every stored evaluation, with the running jobs' progress."""
+        out = []
+        for e in store().evaluations():
+            row = {**e, "created_at": e["created_at"].isoformat()}
+            row["updated_at"] = e["updated_at"].isoformat()
+            row.pop("aggregates", None)
+            row["job"] = jobs.jobs.get(e["name"])
+            out.append(row)
+        return JSON(out)
+
+    @api.get("/evaluations/{name}", tags=["store"])
+    def get_evaluation(name: str) -> JSON:
+        """One evaluation with its aggregates, and its job's progress if started here."""
+        job = jobs.jobs.get(name)
+        try:
+            e = store().evaluation(name)
+        except OpsgymError:
+            if job is None:
+                raise
+            return JSON({"name": name, "status": job["status"], "job": job, "aggregates": None})
+        row = {**e, "created_at": e["created_at"].isoformat()}
+        row["updated_at"] = e["updated_at"].isoformat()
+        row["job"] = job
+        return JSON(row)
+
+    @api.post("/evaluations", tags=["store"], status_code=status.HTTP_202_ACCEPTED)
+    def start_evaluation(body: EvaluationStart) -> JSON:
+        """Start a small evaluation in the background; follow it: GET /api/evaluations/{name}."""
+        store()
+        size = len(body.policies) * len(body.scenarios) * body.episodes * body.trials
+        if size > settings.max_eval_episodes:
+            raise ValueError(
+                f"an evaluation over HTTP plays at most {settings.max_eval_episodes} episodes; "
+                f"this one would play {size} (use `opsgym eval` for more)"
+            )
+        return JSON(jobs.start(body), status_code=status.HTTP_202_ACCEPTED)
+
+    return api

@@ -1,0 +1,402 @@
+"""OpenEnv's wire protocol, spoken without the ``openenv`` package.
+
+``WS /ws`` is the protocol's heart: one isolated session per connection. The client sends
+``{"type": "reset", "data": {...}}``, ``{"type": "step", "data": {"tool": ..., "args": {...}}}``,
+``{"type": "state"}`` or ``{"type": "close"}``; the server answers ``{"type": "observation",
+"data": {"observation": ..., "reward": ..., "done": ...}}``, ``{"type": "state", "data": ...}`` or
+``{"type": "error", "data": {"message": ..., "code": ...}}`` with OpenEnv's error codes
+(``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``, ``EXECUTION_ERROR``,
+``CAPACITY_REACHED``, ``SESSION_ERROR``). ``reset``'s data may name the world (``env``),
+``scenario``, ``seed``, ``config``, ``split`` and OpenEnv's ``episode_id``; every ``reset``
+starts a new episode in the connection's session (an ended one is saved first). The step that
+ends an episode also carries its ``verdict``.
+
+As in OpenEnv's server, ``POST /reset`` and ``POST /step`` are stateless (a fresh episode per
+request; ``/api/sessions`` is the stateful REST face) and ``GET /state`` is a fresh episode's;
+``/schema``, ``/metadata`` and ``/health`` describe the server; ``POST /mcp`` answers JSON-RPC
+``tools/list`` and a stateless ``tools/call``.
+
+The observation is ``Episode.observe()``: the agent's view, never the truth. The ``State`` holds
+the label, the step count and the budget left, nothing hidden.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Body, Request, WebSocket
+from fastapi.responses import Response
+from pydantic import TypeAdapter, ValidationError
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+import opsgym
+from opsgym.core.episode import Episode, StepResult
+from opsgym.core.errors import OpsgymError
+from opsgym.core.scenarios import split_of
+from opsgym.server.models import (
+    ForcedResetData,
+    OpsAction,
+    OpsObservation,
+    OpsState,
+    ResetData,
+    StepRequest,
+    WSMessage,
+)
+from opsgym.server.sessions import CapacityError, Session, SessionManager, SessionOver, call_tokens
+
+DESCRIPTION = (
+    "Production-operations worlds (release, fleet, oversight) where an agent's tools may "
+    "mislead and the episode is judged on what was true. Actions are tool calls "
+    '{"tool": name, "args": {...}}; reset data may name env, scenario, seed, config, split.'
+)
+
+_messages: TypeAdapter[Any] = TypeAdapter(WSMessage)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON bytes (orjson; numpy values and other oddities become plain JSON)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY, default=repr)
+    except TypeError:  # an integer beyond 64 bits, as a client may send (and a 422 echo)
+        return json.dumps(value, default=repr, separators=(",", ":")).encode()
+
+
+class JSON(Response):
+    """A JSON response serialised by orjson."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        """The body."""
+        return dumps(content)
+
+
+def errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's ``errors()`` without what cannot be JSON (exception objects, URLs)."""
+    return exc.errors(include_url=False, include_context=False)
+
+
+def tools_of(env: str) -> list[dict[str, Any]]:
+    """The tool schemas of ``env`` (OpenAI function form)."""
+    return [t.schema for t in opsgym.registry.spec(env).world.tools.values()]
+
+
+def observation(episode: Episode, result: StepResult | None = None) -> dict[str, Any]:
+    """OpenEnv's step/reset payload: ``{"observation", "reward", "done"}`` (+ ``verdict``)."""
+    data: dict[str, Any] = {
+        "observation": episode.observe(),
+        "reward": None if result is None else result.reward,
+        "done": episode.done,
+    }
+    if episode.done and episode.verdict is not None:
+        verdict = {**episode.verdict.to_dict(), "failed": episode.verdict.failed}
+        data["verdict"] = verdict
+        data["observation"]["verdict"] = verdict  # OpenEnv's StepResult keeps only observation
+    return data
+
+
+def _error(message: str, code: str, **extra: Any) -> bytes:
+    return dumps({"type": "error", "data": {"message": message, "code": code, **extra}})
+
+
+class OpenEnvFace:
+    """The OpenEnv routes over one session manager."""
+
+    def __init__(self, manager: SessionManager, settings: Any):
+        self.manager = manager
+        self.settings = settings
+        self.reset_model = ForcedResetData if settings.allow_overrides else ResetData
+
+    def _reset_session(self, session: Session | None, data: dict[str, Any], ws: Any) -> Session:
+        parsed = self.reset_model.model_validate(data)
+        env = parsed.env or self.settings.default_env
+        kwargs = {
+            "config": parsed.config,
+            "split": parsed.split,
+            "overrides": getattr(parsed, "overrides", None),
+            "kind": "ws",
+            "label": parsed.episode_id,
+        }
+        if session is not None:
+            return self.manager.renew(session, env, parsed.scenario, parsed.seed, **kwargs)
+        fresh = self.manager.create(env, parsed.scenario, parsed.seed, **kwargs)
+        fresh.socket = ws
+        return fresh
+
+    async def websocket(self, ws: WebSocket) -> None:
+        """``WS /ws``: one session for the connection's life."""
+        await ws.accept()
+        manager, limit = self.manager, self.settings.max_message_bytes
+        strikes: deque[float] = deque()
+        window, most = self.settings.malformed_window_s, self.settings.malformed_limit
+        session: Session | None = None
+
+        async def malformed(reply: bytes) -> bool:
+            now = time.monotonic()
+            strikes.append(now)
+            while strikes and now - strikes[0] > window:
+                strikes.popleft()
+            await ws.send_text(reply.decode())
+            if len(strikes) > most:
+                await ws.close(code=1008, reason="too many malformed messages")
+                return True
+            return False
+
+        try:
+            while True:
+                # The reaper closes an idle session's socket; one that never opened a session
+                # is closed here, or idle connections would pile up without limit.
+                try:
+                    message = await asyncio.wait_for(
+                        ws.receive(), None if session is not None else manager.idle_timeout_s
+                    )
+                except TimeoutError:
+                    await ws.close(code=1001, reason="idle")
+                    break
+                if message["type"] == "websocket.disconnect":
+                    break
+                raw = message.get("text")
+                if raw is None:
+                    raw = message.get("bytes") or b""
+                if len(raw) > limit:
+                    await ws.close(code=1009, reason=f"message over {limit} bytes")
+                    break
+                try:
+                    msg = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    if await malformed(_error(f"Invalid JSON: {exc}", "INVALID_JSON")):
+                        break
+                    continue
+                kind = msg.get("type") if isinstance(msg, dict) else None
+                if kind not in ("reset", "step", "state", "close"):
+                    if await malformed(_error(f"Unknown message type: {kind!r}", "UNKNOWN_TYPE")):
+                        break
+                    continue
+                if session is not None and session.id not in manager.sessions:
+                    await ws.send_text(
+                        _error(
+                            f"session closed after {manager.idle_timeout_s:g} s idle; reconnect",
+                            "SESSION_ERROR",
+                        ).decode()
+                    )
+                    await ws.close(code=1001)
+                    break
+                try:
+                    if kind == "step":  # the hot path: checked by hand, as strictly
+                        if set(msg) - {"type", "data"} or not isinstance(msg.get("data"), dict):
+                            _messages.validate_python(msg)
+                        action = msg["data"]
+                        if set(action) - {"tool", "args", "metadata"} or not (
+                            isinstance(action.get("tool"), str)
+                            and isinstance(action.get("args", {}), dict)
+                            and 0 < len(action["tool"]) <= 128
+                        ):
+                            OpsAction.model_validate(action)
+                        if session is None:
+                            raise SessionOver("no episode yet: send a reset first")
+                        session.touched = time.monotonic()
+                        tool, args = action["tool"], action.get("args", {})
+                        ep = session.episode
+                        if ep.done:
+                            raise SessionOver(session._over())
+                        result = ep.step(tool, args, tokens=call_tokens(tool, args))
+                        session.driver = "client"
+                        reply = {"type": "observation", "data": observation(ep, result)}
+                    elif kind == "reset":
+                        parsed = _messages.validate_python(msg)
+                        session = self._reset_session(session, parsed.data, ws)
+                        data = observation(session.episode)
+                        data["observation"]["tools"] = tools_of(session.episode.env)
+                        reply = {"type": "observation", "data": data}
+                    elif kind == "state":
+                        _messages.validate_python(msg)
+                        if session is not None:
+                            session.touched = time.monotonic()
+                        state = session.state() if session else OpsState().model_dump()
+                        reply = {"type": "state", "data": state}
+                    else:
+                        _messages.validate_python(msg)
+                        break
+                except ValidationError as exc:
+                    reply_bytes = _error("Invalid message", "VALIDATION_ERROR", errors=errors(exc))
+                    if await malformed(reply_bytes):
+                        break
+                    continue
+                except CapacityError as exc:
+                    await ws.send_text(
+                        _error(
+                            str(exc),
+                            "CAPACITY_REACHED",
+                            active_sessions=exc.active,
+                            max_sessions=exc.limit,
+                        ).decode()
+                    )
+                    continue
+                except (OpsgymError, ValueError, TypeError) as exc:
+                    await ws.send_text(_error(str(exc), "EXECUTION_ERROR").decode())
+                    continue
+                await ws.send_text(dumps(reply).decode())
+                if session is not None and session.done:
+                    manager.settle(session)  # after the reply: the record is the server's cost
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session is not None and session.id in manager.sessions:
+                manager.close(session.id)
+            if ws.application_state != WebSocketState.DISCONNECTED:
+                try:
+                    await ws.close()
+                except RuntimeError:
+                    pass
+
+    # -- stateless HTTP, as OpenEnv's simulation mode ----------------------------------------
+
+    def fresh_episode(self, env: str | None, scenario: str | None, seed: int | None) -> Episode:
+        """A throwaway episode for a stateless request."""
+        from opsgym.server.sessions import draw_seed
+
+        return opsgym.make(
+            env or self.settings.default_env,
+            scenario,
+            draw_seed("train") if seed is None else seed,
+            token_source="tokenizer",
+        )
+
+    def keep_if_ended(self, episode: Episode) -> None:
+        """Save a stateless request's episode if that one call ended it (e.g. ``complete``)."""
+        if episode.done and self.manager.writer is not None:
+            self.manager.writer.put(episode.record(), "client", split_of(episode.seed))
+
+    def router(self) -> APIRouter:
+        """``/ws``, ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``, ``/health``,
+        ``/mcp``.
+        """
+        router = APIRouter()
+        router.add_api_websocket_route("/ws", self.websocket)
+        face = self
+
+        @router.post("/reset", tags=["OpenEnv"], summary="A new episode's first observation")
+        def reset(body: ResetData = Body(default_factory=ResetData)) -> JSON:  # noqa: B008
+            """Stateless, as OpenEnv's HTTP reset: nothing is kept (use /ws or /api/sessions)."""
+            if body.episode_id is not None and len(body.episode_id) > 255:
+                raise ValueError("episode_id is longer than 255 characters")
+            ep = opsgym.make(
+                body.env or face.settings.default_env,
+                body.scenario,
+                body.seed if body.seed is not None else _drawn(body.split),
+                config=body.config,
+                token_source="tokenizer",
+            )
+            data = observation(ep)
+            data["observation"]["tools"] = tools_of(ep.env)
+            return JSON(data)
+
+        @router.post("/step", tags=["OpenEnv"], summary="One action on a fresh episode")
+        def step(body: StepRequest) -> JSON:
+            """Stateless, as OpenEnv's HTTP step: a fresh episode takes the action."""
+            action = OpsAction.model_validate(body.action)
+            ep = face.fresh_episode(body.env, body.scenario, body.seed)
+            result = ep.step(action.tool, action.args, tokens=call_tokens(action.tool, action.args))
+            face.keep_if_ended(ep)
+            return JSON(observation(ep, result))
+
+        @router.get("/state", tags=["OpenEnv"], response_model=OpsState)
+        def state() -> OpsState:
+            """A fresh episode's state (sessions keep theirs: /ws, /api/sessions)."""
+            return OpsState()
+
+        @router.get("/schema", tags=["OpenEnv"])
+        def schema() -> dict[str, Any]:
+            """JSON schemas of the action, the observation and the state."""
+            return {
+                "action": OpsAction.model_json_schema(),
+                "observation": OpsObservation.model_json_schema(),
+                "state": OpsState.model_json_schema(),
+            }
+
+        @router.get("/metadata", tags=["OpenEnv"])
+        def metadata() -> dict[str, Any]:
+            """Name, description and version of the environments served."""
+            return {
+                "name": "opsgym",
+                "description": DESCRIPTION,
+                "version": opsgym.__version__,
+                "readme_content": None,
+                "author": "opsgym",
+                "documentation_url": None,
+            }
+
+        @router.get("/health", tags=["OpenEnv"])
+        def health() -> dict[str, str]:
+            """Whether the server is up (the one route that needs no token)."""
+            return {"status": "healthy"}
+
+        @router.post("/mcp", tags=["OpenEnv"])
+        async def mcp(request: Request) -> JSON:
+            """JSON-RPC 2.0: ``tools/list``, and ``tools/call`` on a fresh episode."""
+            return JSON(face.jsonrpc(await request.body()))
+
+        return router
+
+    def jsonrpc(self, body: bytes) -> dict[str, Any]:
+        """Answer one JSON-RPC request (errors as JSON-RPC errors, never an HTTP error)."""
+        try:
+            request = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return _rpc_error(None, -32700, "Parse error")
+        rid = request.get("id") if isinstance(request, dict) else None
+        if not isinstance(rid, str | int | type(None)) or isinstance(rid, bool):
+            rid = None
+        if (
+            not isinstance(request, dict)
+            or request.get("jsonrpc") != "2.0"
+            or not isinstance(request.get("method"), str)
+        ):
+            return _rpc_error(rid, -32600, "Invalid Request: jsonrpc '2.0' and a method needed")
+        params = request.get("params") or {}
+        if not isinstance(params, dict):
+            return _rpc_error(rid, -32602, "params must be an object")
+        method = request["method"]
+        env = params.get("env") or self.settings.default_env
+        try:
+            if method == "tools/list":
+                tools = [
+                    {
+                        "name": t["function"]["name"],
+                        "description": t["function"]["description"],
+                        "inputSchema": t["function"]["parameters"],
+                    }
+                    for t in tools_of(env)
+                ]
+                return {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}}
+            if method == "tools/call":
+                name, arguments = params.get("name"), params.get("arguments") or {}
+                if not isinstance(name, str) or not isinstance(arguments, dict):
+                    return _rpc_error(rid, -32602, "tools/call needs name (str), arguments (dict)")
+                seed = params.get("seed")
+                if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+                    return _rpc_error(rid, -32602, "seed must be an integer")
+                ep = self.fresh_episode(env, params.get("scenario"), seed)
+                result = ep.step(name, arguments, tokens=call_tokens(name, arguments))
+                self.keep_if_ended(ep)
+                content = [{"type": "text", "text": dumps(result.report).decode()}]
+                payload = {"content": content, "isError": result.rejected is not None}
+                return {"jsonrpc": "2.0", "id": rid, "result": payload}
+        except (OpsgymError, ValueError, TypeError) as exc:
+            return _rpc_error(rid, -32602, str(exc))
+        return _rpc_error(rid, -32601, f"Method not found: {method!r} (tools/list, tools/call)")
+
+
+def _rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def _drawn(split: str | None) -> int:
+    from opsgym.server.sessions import draw_seed
+
+    return draw_seed(split or "train")

@@ -1,0 +1,311 @@
+"""The REST face on a real server: sessions (create, step, policies, read, close, record), the
+store every ended episode reaches, and the stateless OpenEnv routes beside them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import opsgym
+from opsgym.registry import spec
+from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
+    ENVS,
+    alone,
+    call,
+    calls_of,
+    create,
+    shared_server,
+    stored,
+    verdict_of,
+    wait_until,
+)
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def test_create_is_a_201_with_an_id_and_only_what_the_agent_may_see(live):
+    body = {"env": "fleet", "scenario": "medium", "seed": 21, "config": {"level": 2}}
+    session = create(live.client, **body)
+    twin = opsgym.make("fleet", "medium", 21, config={"level": 2})
+    assert len(session["id"]) >= 16
+    assert {k: session[k] for k in ("kind", "env", "scenario", "seed", "split", "config")} == {
+        "kind": "rest",
+        "env": "fleet",
+        "scenario": "medium",
+        "seed": 21,
+        "split": "train",
+        "config": {"level": 2},
+    }
+    assert (session["steps"], session["done"], session["verdict"]) == (0, False, None)
+    assert (session["history"], session["max_steps"]) == ([], twin.max_steps)
+    assert session["observation"] == twin.observe()
+    assert [t["function"]["name"] for t in session["tools"]] == list(spec("fleet").world.tools)
+    assert "family" not in session and "record" not in session
+
+
+def test_a_drawn_seed_is_hidden_until_the_episode_ends(shared):
+    session = create(shared.client, env="release", scenario="nominal", split="dev")
+    assert (session["seed"], session["split"]) == (None, "dev")
+    sid = session["id"]
+    shared.client.post(f"/api/sessions/{sid}/step", json={"policy": "oracle", "to_end": True})
+    ended = shared.client.get(f"/api/sessions/{sid}").json()
+    assert ended["done"] and opsgym.split_of(ended["seed"]) == "dev"
+
+
+def test_a_tool_call_answers_the_step_and_the_session_after_it(live):
+    sid = create(live.client, env="release", scenario="nominal", seed=3)["id"]
+    reply = call(live.client, sid, "stage")
+    twin = opsgym.make("release", "nominal", 3)
+    result = twin.step("stage")
+    assert reply["steps"] == [
+        {
+            "step": 1,
+            "tool": "stage",
+            "args": {},
+            "rejected": None,
+            "report": result.report,
+            "reward": result.reward,
+            "done": False,
+        }
+    ]
+    assert reply["session"]["observation"] == twin.observe()
+    assert reply["session"]["steps"] == 1 and "history" not in reply["session"]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_a_policy_plays_one_call_or_every_call_to_the_end_as_it_plays_alone(shared, env):
+    seed = 5
+    solo = alone(env, "mixed", seed)
+    sid = create(shared.client, env=env, scenario="mixed", seed=seed)["id"]
+    one = shared.client.post(f"/api/sessions/{sid}/step", json={"policy": "oracle"}).json()
+    assert calls_of(one["steps"]) == calls_of(solo.events[:1])
+    rest = shared.client.post(
+        f"/api/sessions/{sid}/step", json={"policy": "oracle", "to_end": True}
+    ).json()
+    assert calls_of(rest["steps"]) == calls_of(solo.events[1:])
+    assert rest["session"]["done"] and rest["steps"][-1]["done"]
+    assert rest["session"]["verdict"] == verdict_of(solo)
+    assert rest["session"]["family"] == solo.family.name
+
+
+@pytest.mark.parametrize(
+    ("env", "policy", "seed"),
+    [("fleet", "oracle", 1), ("fleet", "oracle", 3), ("release", "random", 2)],
+)
+def test_a_policy_played_one_call_per_request_plays_as_it_plays_alone(shared, env, policy, seed):
+    """Regression: each request used to make (and reset) a fresh policy, so the fleet oracle,
+    which remembers what it has learnt, forgot it between calls (seed 1 ended destroyed), and
+    ``random`` drew from the same fresh generator every time.
+    """
+    solo = alone(env, "mixed", seed, policy)
+    sid = create(shared.client, env=env, scenario="mixed", seed=seed)["id"]
+    played = []
+    for _ in range(solo.steps):
+        reply = shared.client.post(f"/api/sessions/{sid}/step", json={"policy": policy})
+        played += reply.json()["steps"]
+    assert calls_of(played) == calls_of(solo.events)
+    assert shared.client.get(f"/api/sessions/{sid}").json()["verdict"] == verdict_of(solo)
+
+
+def test_get_one_session_shows_its_history_and_get_all_lists_every_open_one(live):
+    a = create(live.client, env="release", scenario="nominal", seed=1)["id"]
+    b = create(live.client, env="oversight", seed=2)["id"]
+    call(live.client, a, "stage")
+    call(live.client, a, "deploy")
+    one = live.client.get(f"/api/sessions/{a}").json()
+    assert (one["id"], one["steps"]) == (a, 2)
+    assert [h["tool"] for h in one["history"]] == ["stage", "deploy"]
+    listed = {s["id"]: s for s in live.client.get("/api/sessions").json()}
+    assert set(listed) == {a, b}
+    assert {k: listed[a][k] for k in ("kind", "env", "scenario", "steps", "done")} == {
+        "kind": "rest",
+        "env": "release",
+        "scenario": "nominal",
+        "steps": 2,
+        "done": False,
+    }
+
+
+def test_delete_closes_a_session_and_then_it_is_gone(live):
+    sid = create(live.client, env="release", seed=1)["id"]
+    assert live.client.delete(f"/api/sessions/{sid}").json() == {
+        "id": sid,
+        "closed": True,
+        "saved": False,
+    }
+    assert live.client.get(f"/api/sessions/{sid}").status_code == 404
+    assert live.client.delete(f"/api/sessions/{sid}").status_code == 404
+    assert live.client.get("/api/sessions").json() == []
+
+
+def test_the_record_is_a_409_while_the_episode_runs_and_holds_the_truth_after(shared):
+    sid = create(shared.client, env="release", scenario="stale_health", seed=2)["id"]
+    call(shared.client, sid, "stage")
+    early = shared.client.get(f"/api/sessions/{sid}/record")
+    assert early.status_code == 409
+    assert "still running (step 1)" in early.json()["detail"]
+    shared.client.post(f"/api/sessions/{sid}/step", json={"policy": "oracle", "to_end": True})
+    late = shared.client.get(f"/api/sessions/{sid}/record").json()
+    assert late["truth_included"] is True
+    assert late["verdict"]["outcome"] == late["record"]["verdict"]["outcome"]
+    assert all("truth" in e for e in late["record"]["events"])
+    assert late["record"]["token_source"] == "tokenizer"
+
+
+def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_is(live):
+    c = live.client
+    by_policy = create(c, env="release", scenario="mixed", seed=7)["id"]
+    c.post(f"/api/sessions/{by_policy}/step", json={"policy": "oracle", "to_end": True})
+    solo = alone("oversight", "mixed", 8)
+    by_client = create(c, env="oversight", scenario="mixed", seed=8)["id"]
+    for event in solo.events:
+        call(c, by_client, event["tool"], event["args"])
+    mixed = create(c, env="fleet", scenario="easy", seed=9)["id"]
+    call(c, mixed, "check_telemetry")
+    c.post(f"/api/sessions/{mixed}/step", json={"policy": "oracle", "to_end": True})
+    dropped = create(c, env="release", seed=10)["id"]
+    call(c, dropped, "stage")
+    assert c.delete(f"/api/sessions/{by_client}").json()["saved"] is True
+    assert c.delete(f"/api/sessions/{dropped}").json()["saved"] is False
+    live.flush()
+    rows = {r["env"]: r for r in stored(c)}
+    assert set(rows) == {"release", "oversight", "fleet"}
+    assert {env: r["policy"] for env, r in rows.items()} == {
+        "release": "oracle",
+        "oversight": "client",
+        "fleet": "client",  # one call of its own makes the whole episode the client's
+    }
+    assert rows["oversight"]["outcome"] == solo.verdict.outcome
+    assert rows["oversight"]["steps"] == solo.steps
+    for r in rows.values():
+        assert r["token_source"] == "tokenizer"
+        replay = c.get(f"/api/episodes/{r['id']}/replay").json()
+        assert replay["match"] is True and replay["recorded_hash"] == r["record_hash"]
+        assert replay["verdict"]["outcome"] == r["outcome"]
+    served = c.get(f"/api/episodes/{rows['oversight']['id']}").json()
+    assert served["truth_included"] is True
+    assert calls_of(served["record"]["events"]) == calls_of(solo.events)
+    assert [r["env"] for r in stored(c, policy="oracle")] == ["release"]
+    assert len(stored(c, limit=2)) == 2
+
+
+def test_a_curriculum_session_takes_its_config_from_the_curriculum_and_reports_back(shared):
+    session = create(shared.client, env="fleet", curriculum=True, seed=4)
+    before = shared.client.get("/api/envs/fleet/curriculum").json()["state"]
+    assert session["config"] == before["config"]
+    shared.client.post(
+        f"/api/sessions/{session['id']}/step", json={"policy": "oracle", "to_end": True}
+    )
+    after = shared.client.get("/api/envs/fleet/curriculum").json()["state"]
+    assert after["episodes"] == before["episodes"] + 1
+
+
+# -- worlds, grading, evaluations -------------------------------------------------------------
+
+
+def test_the_worlds_are_listed_with_their_scenarios_policies_and_tools(live):
+    worlds = {w["name"]: w for w in live.client.get("/api/envs").json()}
+    assert set(worlds) == set(ENVS)
+    for name, world in worlds.items():
+        assert [t["function"]["name"] for t in world["tools"]] == list(spec(name).world.tools)
+        assert "oracle" in world["policies"]
+        assert {s["name"] for s in world["scenarios"]} >= set(opsgym.scenarios(name, "test"))
+        assert live.client.get(f"/api/envs/{name}").json() == world
+    tasks = live.client.get("/api/envs/release/tasks", params={"split": "train"}).json()
+    assert [t["name"] for t in tasks] == opsgym.scenarios("release", "train")
+
+
+def test_grade_replays_a_record_and_tells_a_tampered_one(live):
+    record = alone("release", "deploy_timeout", 4).record()
+    graded = live.client.post("/api/grade", json={"record": record}).json()
+    assert graded["match"] is True and graded["verdict"] == record["verdict"]
+    record["events"][2]["report"] = {"status": "ok"}
+    tampered = live.client.post("/api/grade", json={"record": record}).json()
+    assert tampered["match"] is False and tampered["verdict"] is None
+    assert tampered["first_difference"]["step"] == 3
+
+
+def test_compose_describes_a_generated_fleet_challenge(live):
+    made = live.client.post("/api/envs/fleet/compose", json={"faults": ["oom", "version"]}).json()
+    assert made["faults"] == ["oom", "version"]
+    assert made["hidden_facts"] and made["name"] == "oom+version"
+
+
+def test_an_evaluation_runs_in_the_background_and_lands_in_the_store(serve):
+    live = serve(max_eval_episodes=4)
+    c = live.client
+    too_big = c.post("/api/evaluations", json={"env": "release", "policies": ["oracle"]})
+    assert too_big.status_code == 422 and "at most 4 episodes" in too_big.json()["detail"]
+    body = {
+        "env": "release",
+        "policies": ["oracle"],
+        "scenarios": ["nominal"],
+        "episodes": 2,
+        "name": "tiny",
+    }
+    started = c.post("/api/evaluations", json=body)
+    assert started.status_code == 202 and started.json()["name"] == "tiny"
+    wait_until(
+        lambda: c.get("/api/evaluations/tiny").json().get("status") in ("done", "failed"),
+        "the evaluation ends",
+        limit=60,
+    )
+    done = c.get("/api/evaluations/tiny").json()
+    assert done["job"]["status"] == "done", done["job"]
+    assert done["job"]["done"] == done["job"]["total"] == 2
+    assert [e["name"] for e in c.get("/api/evaluations").json()] == ["tiny"]
+    assert len(stored(c, evaluation="tiny")) == 2
+
+
+# -- OpenEnv over plain HTTP (stateless, as in OpenEnv) ---------------------------------------
+
+
+def test_stateless_reset_and_step_act_on_fresh_episodes(live):
+    reset = live.client.post("/reset", json={"env": "oversight", "seed": 3}).json()
+    twin = opsgym.make("oversight", None, 3)
+    assert {k: v for k, v in reset["observation"].items() if k != "tools"} == twin.observe()
+    assert (reset["reward"], reset["done"]) == (None, False)
+    step = live.client.post(
+        "/step",
+        json={"action": {"tool": "inspect_ticket", "args": {"slot": 0}}, "env": "oversight"}
+        | {"seed": 3},
+    ).json()
+    result = twin.step("inspect_ticket", {"slot": 0})
+    assert step["observation"] == twin.observe() and step["reward"] == result.reward
+    assert live.client.post("/reset").json()["observation"]["step"] == 0  # empty body: defaults
+    assert live.manager.sessions == {}  # nothing kept
+
+
+def test_state_schema_metadata_and_health_describe_the_server(live):
+    assert live.client.get("/state").json()["step_count"] == 0
+    schema = live.client.get("/schema").json()
+    assert set(schema) == {"action", "observation", "state"}
+    assert schema["action"]["required"] == ["tool"]
+    meta = live.client.get("/metadata").json()
+    assert (meta["name"], meta["version"]) == ("opsgym", opsgym.__version__)
+    assert live.client.get("/health").json() == {"status": "healthy"}
+
+
+def test_mcp_lists_the_tools_and_calls_one_on_a_fresh_episode(live):
+    def rpc(body):
+        reply = live.client.post("/mcp", json=body)
+        assert reply.status_code == 200
+        return reply.json()
+
+    listed = rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"env": "fleet"}})
+    assert [t["name"] for t in listed["result"]["tools"]] == list(spec("fleet").world.tools)
+    called = rpc(
+        {
+            "jsonrpc": "2.0",
+            "id": "a",
+            "method": "tools/call",
+            "params": {"name": "stage", "arguments": {}, "seed": 2},
+        }
+    )
+    assert called["id"] == "a" and called["result"]["isError"] is False
+    rejected = rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fly"}})
+    assert rejected["result"]["isError"] is True
+    assert rpc({"jsonrpc": "2.0", "id": 3, "method": "dance"})["error"]["code"] == -32601
+    assert rpc({"id": 4, "method": "tools/list"})["error"]["code"] == -32600
+    raw = live.client.post("/mcp", content=b"{nope")
+    assert raw.json()["error"]["code"] == -32700
