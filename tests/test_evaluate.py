@@ -116,8 +116,8 @@ def _tamper(db: Path, sql: str) -> None:
     "sql,code,field",
     [
         (
-            "UPDATE events SET report = '{\"forged\": true}' "
-            "WHERE episode_id = (SELECT MIN(id) FROM episodes) AND step = 1",
+            "UPDATE events SET steps = json_set(steps, '$[0].report', json('{\"forged\": true}')) "
+            "WHERE episode_id = (SELECT MIN(id) FROM episodes)",
             EXIT_EVENT,
             "report",
         ),
@@ -188,10 +188,10 @@ def test_a_killed_evaluation_leaves_no_half_episode_and_resumes_without_duplicat
     assert 5 <= stored
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
-            "SELECT e.id, e.steps, COUNT(v.step) FROM episodes e LEFT JOIN events v "
-            "ON v.episode_id = e.id GROUP BY e.id"
+            "SELECT e.id, e.steps, json_array_length(v.steps), json_array_length(v.truth_hidden) "
+            "FROM episodes e LEFT JOIN events v ON v.episode_id = e.id"
         ).fetchall()
-        assert rows and all(steps == n for _, steps, n in rows)
+        assert rows and all(steps == n == truths for _, steps, n, truths in rows)
         orphans = conn.execute(
             "SELECT COUNT(*) FROM events WHERE episode_id NOT IN (SELECT id FROM episodes)"
         ).fetchone()[0]

@@ -31,6 +31,16 @@ def test_wilson_seven_of_ten_is_the_textbook_interval():
     assert (round(est.low, 4), round(est.high, 4)) == (0.3968, 0.8922)
 
 
+def test_wilson_interval_is_scipys_to_the_last_bit():
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 3, 10, 12, 24, 199, 500, 1000):
+        for c in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            ci = binomtest(c, n).proportion_ci(confidence_level=0.95, method="wilson")
+            est = rate(c, n)
+            assert (est.value, est.low, est.high) == (c / n, float(ci.low), float(ci.high))
+
+
 def test_a_rate_of_nothing_is_nan_not_zero():
     est = rate(0, 0)
     assert math.isnan(est.value) and est.to_dict() == {"value": None, "low": None, "high": None}

@@ -22,6 +22,7 @@ from opsgym.store import (
     StoreError,
     open_store,
 )
+from opsgym.store import records as store_records
 from opsgym.store import store as store_module
 from opsgym.store.engine import ENV_VAR, resolve
 from opsgym.store.migrate import HEAD, SCRIPTS, VERSION_TABLE, alembic_config
@@ -50,6 +51,26 @@ def records() -> list[dict[str, Any]]:
     odd.step("check_telemetry", None, tokens=0)
     odd.step(None, "not a dict")  # rejected again, args of the wrong shape
     out.append(odd.record())  # no verdict: the episode is not over
+    return out
+
+
+@pytest.fixture(scope="module")
+def episodes() -> list[Any]:
+    """Live episodes, as an evaluation has them: every world's oracle and random on mixed
+    seeds, an unfinished one with odd calls, and one with a model's transcript."""
+    out = [
+        opsgym.run(env, "mixed", seed, policy)
+        for env in opsgym.list_envs()
+        for seed in (5, 6)
+        for policy in ("oracle", "random")
+    ]
+    odd = opsgym.make("fleet", None, 3, token_source="provider")
+    odd.step(123, {"x": [1, 2.5, None]}, tokens=7)
+    odd.step("check_telemetry", None, tokens=0)
+    out.append(odd)
+    talk = opsgym.run("release", "nominal", 2)
+    talk.transcript.append({"role": "assistant", "content": "deploy it", "id": 2**70})
+    out.append(talk)
     return out
 
 
@@ -100,9 +121,10 @@ def test_truth_lives_in_its_own_hidden_column(url: str, records: list[dict[str, 
         store.add_episode(records[0], policy="oracle", split="test")
         columns = {c["name"]: c for c in inspect(store.engine).get_columns("events")}
         with store.engine.connect() as conn:
-            truth = conn.execute(select(EventModel.truth_hidden)).scalars().first()
+            steps, truth = conn.execute(select(EventModel.steps, EventModel.truth_hidden)).one()
     assert "truth" not in columns and "truth_hidden" in columns
-    assert truth == records[0]["events"][0]["truth"]
+    assert truth == [e["truth"] for e in records[0]["events"]]
+    assert all("truth" not in step for step in steps)
     if not url.endswith(".sqlite"):  # SQLite keeps no column comments
         assert "HIDDEN" in columns["truth_hidden"]["comment"]
 
@@ -113,8 +135,13 @@ def test_truth_lives_in_its_own_hidden_column(url: str, records: list[dict[str, 
         ("episodes", "outcome", "'unsafe'", "verdict"),
         ("episodes", "seed", "999", "header"),
         ("episodes", "header", "json_set(header, '$.max_steps', 5)", "header"),
-        ("events", "report", '\'{"status": "ok"}\'', "report"),
-        ("events", "truth_hidden", "'{}'", "truth"),
+        (
+            "events",
+            "steps",
+            """json_set(steps, '$[1].report', json('{"status": "ok"}'))""",
+            "report",
+        ),
+        ("events", "truth_hidden", "json_set(truth_hidden, '$[1]', json('{}'))", "truth"),
     ],
 )
 def test_values_edited_in_the_database_are_caught_by_replay(
@@ -123,7 +150,7 @@ def test_values_edited_in_the_database_are_caught_by_replay(
     with open_store(tmp_path / "s.sqlite") as store:
         i = store.add_episode(records[4], policy="oracle", split="test")
         with store.engine.begin() as conn:
-            where = "id = :i" if table == "episodes" else "episode_id = :i AND step = 2"
+            where = "id = :i" if table == "episodes" else "episode_id = :i"
             conn.execute(text(f"UPDATE {table} SET {column} = {value} WHERE {where}"), {"i": i})
         result = opsgym.replay(store.episode_record(i))
     assert not result.match and result.first_difference["field"] == field
@@ -166,6 +193,43 @@ def test_episode_rows_carry_what_statistics_need(url: str, records: list[dict[st
             store.episode_record(10_000)
 
 
+# -- the lean path of an evaluation -----------------------------------------------------------
+
+_STAMP = store_records.PREPARED_COLUMNS.index("created_at")
+
+
+def _unstamped(prepared: store_records.Prepared) -> store_records.Prepared:
+    return prepared._replace(values=prepared.values[:_STAMP] + prepared.values[_STAMP + 1 :])
+
+
+def test_an_episode_prepared_straight_from_play_is_its_record_prepared(
+    episodes: list[Any],
+) -> None:
+    for i, episode in enumerate(episodes):
+        given = {"policy": "p", "split": "test", "trial": i, "evaluation": "e",
+                 "extras": {"downtime_cost": 1.5}}  # fmt: skip
+        fast = store_records.prepare_episode(episode, **given)
+        assert _unstamped(fast) == _unstamped(store_records.prepare(episode.record(), **given))
+
+
+def test_prepared_episodes_come_back_as_their_records(url: str, episodes: list[Any]) -> None:
+    prepared = [
+        store_records.prepare_episode(e, policy="p", split="test", trial=i, evaluation="e")
+        for i, e in enumerate(episodes)
+    ]
+    with open_store(url) as store:
+        store.start_evaluation("e", {})
+        ids = store.add_prepared(prepared[:3])
+        ids += store.add_prepared(prepared[3:])
+        assert [store.episode_record(i) for i in ids] == [e.record() for e in episodes]
+        assert [r["trial"] for r in store.episodes(evaluation="e")] == list(range(len(episodes)))
+        with pytest.raises(DuplicateEpisodeError, match="already holds"):
+            store.add_prepared(prepared[-1:])
+        with pytest.raises(DuplicateEpisodeError, match="Entries 0 and 1"):
+            store.add_prepared([prepared[0], prepared[0]])
+        assert count(store, EpisodeModel) == count(store, EventModel) == len(episodes)
+
+
 # -- migrations ------------------------------------------------------------------------------
 
 
@@ -183,6 +247,23 @@ def test_migrations_create_every_table_and_are_idempotent(url: str) -> None:
                 conn, opts={"version_table": VERSION_TABLE, "compare_type": True}
             )
             assert compare_metadata(context, Base.metadata) == []  # models == migrations
+
+
+def test_events_move_to_one_row_per_episode_and_back_keeping_every_record(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    from alembic import command
+
+    with open_store(url) as store:
+        ids = [store.add_episode(r, policy="oracle", split="test") for r in records]
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0002")  # a row per step
+        with store.engine.connect() as conn:
+            per_step = conn.execute(text("SELECT episode_id, step FROM events")).all()
+        assert len(per_step) == sum(len(r["events"]) for r in records)
+    with open_store(url) as store:  # opening upgrades it to one row per episode again
+        assert [store.episode_record(i) for i in ids] == records
+        assert count(store, EventModel) == len(records)
 
 
 def test_migration_scripts_ship_as_package_data() -> None:
@@ -307,7 +388,7 @@ def test_two_processes_writing_one_sqlite_file_lose_nothing(tmp_path: Path) -> N
     with open_store(path) as store:
         rows = store.episodes(evaluation="race")
         assert len(rows) == 2 * len(batch) == store.evaluation("race")["episodes"]
-        assert count(store, EventModel) == 2 * sum(len(r["events"]) for r in batch)
+        assert count(store, EventModel) == 2 * len(batch)  # one row of events per episode
         assert store.episode_record(rows[-1]["id"]) == batch[rows[-1]["trial"]]
 
 
@@ -356,7 +437,7 @@ def test_duplicate_episode_in_an_evaluation_is_refused(
         store.add_episode(records[0], policy="random", split="test", evaluation="e")
         store.add_episode(records[0], policy="oracle", split="test")  # outside any evaluation
         assert count(store, EpisodeModel) == 4
-        assert count(store, EventModel) == 4 * len(records[0]["events"])
+        assert count(store, EventModel) == 4
         with pytest.raises(NotFoundError):
             store.add_episode(records[0], policy="oracle", split="test", evaluation="missing")
 

@@ -35,7 +35,7 @@ def eval_command(
     split: Annotated[str, typer.Option(help="Seed split: train, dev or test.")] = "test",
     episodes: Annotated[int, typer.Option(help="Seeds per policy and scenario.")] = 200,
     trials: Annotated[int, typer.Option(help="Runs per seed, for pass^k.")] = 1,
-    workers: Annotated[int, typer.Option(help="Local worker processes.")] = 1,
+    workers: Annotated[int, typer.Option(help="Local worker processes (this one among them).")] = 1,
     ray: Annotated[
         str | None, typer.Option(help="Run on Ray: 'local', 'auto' or a cluster address.")
     ] = None,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opsgym.evaluation.runner import EvalConfig, Writer, check, entry, execute, tasks
+from opsgym.evaluation.runner import EvalConfig, Writer, check, execute, tasks
 from opsgym.evaluation.summary import summarise
 from opsgym.registry import spec
 
@@ -84,7 +84,7 @@ def evaluate(
         trials: Runs per seed for pass^k (deterministic policies run once).
         config: Public settings of every episode.
         max_steps: Step budget (``None``: the environment's).
-        workers: Local worker processes.
+        workers: Local worker processes, this one among them.
         ray: ``local``, ``auto`` or a Ray address: run episodes as Ray tasks instead.
         db: The store (path or SQLAlchemy URL); ``None``: ``OPSGYM_DB`` or the default file.
         name: The evaluation's name; a stored name resumes where it stopped.
@@ -113,10 +113,10 @@ def evaluate(
         played = 0
         writer = Writer(store)
         try:
-            stream = execute(cfg, todo, workers=workers, ray=ray, store=store.url, name=name)
+            stream = execute(cfg, todo, workers=workers, ray=ray, store=store, name=name)
             for item in progress(stream, len(todo)) if progress else stream:
-                if "record" in item:
-                    writer.add(entry(cfg, item, name))
+                if "prepared" in item:
+                    writer.add(item["prepared"])
                 played += 1
             writer.flush()
         except BaseException:

@@ -17,14 +17,18 @@ import multiprocessing
 import os
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.rewards import LeakingConfigError
 from opsgym.core.scenarios import check_split, seeds
 from opsgym.registry import spec
+
+if TYPE_CHECKING:
+    from opsgym.core.episode import Episode
+    from opsgym.store.records import Prepared
 
 DEFAULT_SCENARIO = "mixed"
 CHUNK = 16
@@ -127,8 +131,8 @@ def trial_seed(seed: int, trial: int) -> int:
     return seed if trial == 0 else seed + (trial << 32)
 
 
-def play_task(cfg: EvalConfig, task: Task) -> dict[str, Any]:
-    """Play one episode of the evaluation; return its record and what the store keeps of it."""
+def play_task(cfg: EvalConfig, task: Task) -> Episode:
+    """Play one episode of the evaluation."""
     from opsgym.agents import get_policy, play
     from opsgym.registry import make
 
@@ -137,41 +141,42 @@ def play_task(cfg: EvalConfig, task: Task) -> dict[str, Any]:
     )
     policy = get_policy(cfg.env, task.policy)
     policy.reset(trial_seed(task.seed, task.trial))
-    play(episode, policy, reset=False)
-    return {
-        "task": task,
-        "record": episode.record(),
+    return play(episode, policy, reset=False)
+
+
+def played(cfg: EvalConfig, task: Task, name: str) -> Prepared:
+    """Play one episode of evaluation ``name``; return it ready to be written to the store.
+
+    The record's hashing and JSON happen here, in whichever process played the episode; the
+    store only inserts what comes out.
+    """
+    from opsgym.store.records import prepare_episode
+
+    episode = play_task(cfg, task)
+    extras = {
         "family": episode.family.name,
         "lies": lies_of(episode),
+        "downtime_cost": downtime_cost(episode.events),
     }
+    return prepare_episode(
+        episode,
+        policy=task.policy,
+        split=cfg.split,
+        trial=task.trial,
+        evaluation=name,
+        extras=extras,
+    )
 
 
 def play_chunk(cfg: EvalConfig, chunk: Sequence[Task], store: str, name: str) -> list[Task]:
     """Play ``chunk`` in a worker and write it to ``store`` (a URL) in one transaction."""
-    entries = [entry(cfg, play_task(cfg, task), name) for task in chunk]
+    prepared = [played(cfg, task, name) for task in chunk]
     if _WRITE_LOCK is None:
-        _worker_store(store).add_episodes(entries)
+        _worker_store(store).add_prepared(prepared)
     else:
         with _WRITE_LOCK:
-            _worker_store(store).add_episodes(entries)
+            _worker_store(store).add_prepared(prepared)
     return list(chunk)
-
-
-def entry(cfg: EvalConfig, item: dict[str, Any], name: str) -> dict[str, Any]:
-    """What the store's ``add_episodes`` takes for one played episode of evaluation ``name``."""
-    task: Task = item["task"]
-    return {
-        "record": item["record"],
-        "policy": task.policy,
-        "split": cfg.split,
-        "trial": task.trial,
-        "evaluation": name,
-        "extras": {
-            "family": item["family"],
-            "lies": item["lies"],
-            "downtime_cost": downtime_cost(item["record"]),
-        },
-    }
 
 
 class Writer:
@@ -186,14 +191,14 @@ class Writer:
 
     def __init__(self, store: Any, size: int = 32, seconds: float = 0.5):
         self.store, self.size, self.seconds = store, size, seconds
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[Prepared] = []
         self._since = 0.0
 
-    def add(self, entry: dict[str, Any]) -> None:
+    def add(self, prepared: Prepared) -> None:
         """Buffer one episode; write the group if it is full or old enough."""
         if not self._buffer:
             self._since = time.monotonic()
-        self._buffer.append(entry)
+        self._buffer.append(prepared)
         if len(self._buffer) >= self.size or time.monotonic() - self._since >= self.seconds:
             self.flush()
 
@@ -201,14 +206,13 @@ class Writer:
         """Write what is buffered."""
         if self._buffer:
             buffer, self._buffer = self._buffer, []
-            self.store.add_episodes(buffer)
+            self.store.add_prepared(buffer)
 
 
-def downtime_cost(record: dict[str, Any]) -> float | None:
+def downtime_cost(events: list[dict[str, Any]]) -> float | None:
     """The money the episode's downtime cost, where the world prices it (``downtime_cost_usd``
     in the final truth).
     """
-    events = record["events"]
     cost = events[-1]["truth"].get("downtime_cost_usd") if events else None
     return float(cost) if isinstance(cost, int | float) else None
 
@@ -232,21 +236,42 @@ def lies_of(episode: Any) -> dict[str, Any]:
 
 # -- executors ------------------------------------------------------------------------------
 #
-# Workers play a chunk of episodes and write it to the store themselves, in one transaction (a
-# worker killed mid-chunk writes none of it), so that writing overlaps with playing. Local
-# workers take turns to write under one lock: a SQLite file takes one writer at a time, and its
-# busy handler sleeps in growing steps (up to 100 ms) when writers queue for it. Ray tasks, which
-# may run on other machines, rely on the database (PostgreSQL for a cluster) to queue them.
+# Local workers are this process and ``workers - 1`` children. Each plays a chunk of episodes,
+# prepares them (hashes, JSON) and writes the chunk itself, in one transaction (a worker killed
+# mid-chunk writes none of it), so that only the inserts are ever serialised. They take turns to
+# write under one lock: a SQLite file takes one writer at a time, and its busy handler sleeps in
+# growing steps (up to 100 ms) when writers queue for it. Ray tasks, which may run on other
+# machines, rely on the database (PostgreSQL for a cluster) to queue them.
 
 
-def _local(cfg: EvalConfig, todo: Sequence[Task]) -> Iterator[dict[str, Any]]:
+def _local(cfg: EvalConfig, todo: Sequence[Task], name: str) -> Iterator[dict[str, Any]]:
     for task in todo:
-        yield play_task(cfg, task)
+        yield {"task": task, "prepared": played(cfg, task, name)}
 
 
 def _chunks(todo: Sequence[Task], workers: int) -> list[list[Task]]:
     size = max(1, min(CHUNK, len(todo) // (workers * 4) or 1))
     return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
+
+
+class _Queue:
+    """The tasks left, handed out in chunks that shrink as they run out (guided scheduling): at
+    most :data:`CHUNK`, at least one, and about a ``4 * workers``-th of what is left, so that
+    the workers finish close together.
+    """
+
+    def __init__(self, todo: Sequence[Task], workers: int):
+        self._todo, self._next, self._share = list(todo), 0, 4 * workers
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._todo)
+
+    def take(self) -> list[Task]:
+        left = len(self._todo) - self._next
+        size = max(1, min(CHUNK, left // self._share))
+        chunk = self._todo[self._next : self._next + size]
+        self._next += size
+        return chunk
 
 
 _WRITE_LOCK: Any = None
@@ -259,23 +284,44 @@ def _share_lock(lock: Any) -> None:
 
 
 def _processes(
-    cfg: EvalConfig, todo: Sequence[Task], workers: int, store: str, name: str
+    cfg: EvalConfig, todo: Sequence[Task], workers: int, store: Any, name: str
 ) -> Iterator[dict[str, Any]]:
     context = multiprocessing.get_context()
-    chunks = _chunks(todo, workers)
-    n = len(chunks)
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_share_lock,
-        initargs=(context.Lock(),),
-    ) as pool:
-        for done in pool.map(play_chunk, [cfg] * n, chunks, [store] * n, [name] * n):
-            yield from ({"task": t} for t in done)
+    lock = context.Lock()
+    queue = _Queue(todo, workers)
+    children = workers - 1
+    pool = ProcessPoolExecutor(
+        max_workers=children, mp_context=context, initializer=_share_lock, initargs=(lock,)
+    )
+    pending: set[Future[list[Task]]] = set()
+
+    def top_up() -> None:  # a chunk running and one queued per child: never idle
+        while queue and len(pending) < 2 * children:
+            pending.add(pool.submit(play_chunk, cfg, queue.take(), store.url, name))
+
+    try:
+        top_up()
+        while queue:
+            chunk = queue.take()
+            prepared = [played(cfg, task, name) for task in chunk]
+            with lock:
+                store.add_prepared(prepared)
+            yield from ({"task": t} for t in chunk)
+            finished = {f for f in pending if f.done()}
+            pending -= finished
+            for future in finished:
+                yield from ({"task": t} for t in future.result())
+            top_up()
+        for future in as_completed(pending):
+            yield from ({"task": t} for t in future.result())
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # what runs still finishes its chunk
+        raise
+    pool.shutdown(wait=True)
 
 
 def _ray(
-    cfg: EvalConfig, todo: Sequence[Task], address: str, store: str, name: str
+    cfg: EvalConfig, todo: Sequence[Task], address: str, store: Any, name: str
 ) -> Iterator[dict[str, Any]]:
     try:
         import ray
@@ -287,7 +333,7 @@ def _ray(
         else:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(play_chunk)
-    pending = [remote.remote(cfg, c, store, name) for c in _chunks(todo, 2)]
+    pending = [remote.remote(cfg, c, store.url, name) for c in _chunks(todo, 2)]
     while pending:
         done, pending = ray.wait(pending)
         for finished in ray.get(done):
@@ -300,16 +346,18 @@ def execute(
     *,
     workers: int = 1,
     ray: str | None = None,
-    store: str | None = None,
+    store: Any = None,
     name: str = "",
 ) -> Iterator[dict[str, Any]]:
     """Play ``todo``, yielding each finished episode (in any order).
 
-    In one process the records come back to be written by the caller; local workers and Ray
-    tasks write to ``store`` (a URL) themselves and yield only their tasks.
+    In one process the episodes come back prepared (``prepared``) to be written by the caller;
+    local workers (this process among them) and Ray tasks write to ``store`` (a
+    :class:`~opsgym.store.Store`; other processes open its URL) themselves and yield only their
+    tasks.
     """
     if ray:
         return _ray(cfg, todo, ray, store, name)
     if workers > 1 and len(todo) > 1:
         return _processes(cfg, todo, workers, store, name)
-    return _local(cfg, todo)
+    return _local(cfg, todo, name)

@@ -18,15 +18,16 @@ Tables (:mod:`opsgym.store.models`):
   trial, outcome, acceptance, verdict, return and reward by component, steps, tokens and their
   source, downtime cost, lies told/trusted/reconciled, reward timing, the record's header, root
   and final hash. Unique per (evaluation, policy, scenario, seed, trial).
-* ``events``: one row per step: the call, the report, the reward paid, the clock, the event's
-  hash, and in ``truth_hidden`` the hidden state of the world. **The truth is hidden**: it is for
-  judges, audits and inspection after the fact, and must never be served to an agent while an
-  episode runs.
+* ``events``: one row per episode, two JSON arrays in step order: ``steps`` (each call, its
+  report, the reward paid, the clock, the event's hash) and ``truth_hidden`` (the hidden state of
+  the world after each step). **The truth is hidden**: it is for judges, audits and inspection
+  after the fact, and must never be served to an agent while an episode runs.
 * ``evaluations``: name, config, status (running, done, failed, interrupted), aggregates.
 * ``training_runs``: name, kind, env, config, status, curves, checkpoint.
 
-Guarantees: an episode is written in one transaction, with all its events or not at all; a
-resumed evaluation (``start_evaluation`` with an existing name) reports what it holds through
+Guarantees: an episode is written in one transaction, with all its events or not at all (an
+evaluation prepares its episodes where it plays them, see ``Store.add_prepared``); a resumed
+evaluation (``start_evaluation`` with an existing name) reports what it holds through
 ``done_keys`` and refuses duplicates; SQLite runs in WAL mode so that several processes can
 write to one file.
 """

@@ -35,6 +35,12 @@ SQLITE_BUSY_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 5
 """How long a connection to a database server may take (unless the URL says otherwise)."""
 
+_WAL_PAGES = 10_000
+"""SQLite checkpoints its WAL into the database (two fsyncs) once it holds this many pages
+(40 MB at 4 KiB a page; SQLite's default is 1,000): an evaluation writes tens of megabytes, and
+each checkpoint's fsyncs cost more than the copying. The last connection to close checkpoints
+what is left, so a finished evaluation leaves no WAL behind."""
+
 WRITE = "opsgym_write"
 """Execution option marking a connection that will write (``BEGIN IMMEDIATE`` on SQLite)."""
 
@@ -44,12 +50,34 @@ _json_dumps = partial(json.dumps, separators=(",", ":"), allow_nan=False)
 def dumps(value: Any) -> str:
     """JSON text of a column value: orjson (several times faster; floats written shortest and
     exact, as ``json`` writes them), and ``json`` for what orjson refuses (integers beyond 64
-    bits). NaN and infinities are refused by both; records never hold them.
+    bits). Records never hold NaN or infinities (``jsonable`` writes them as text); orjson would
+    write them as ``null``.
     """
     try:
         return orjson.dumps(value).decode()
     except TypeError:
         return _json_dumps(value)
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
+def loads(text: str | bytes) -> Any:
+    """The value of a column's JSON text: orjson (floats read exactly, as ``json`` reads them),
+    and ``json`` for text with a run of 19 digits or more, which may be an integer beyond 64 bits
+    (orjson would read it as a float) or a literal orjson refuses. Anything but text is
+    ``json``'s ``TypeError``.
+    """
+    if isinstance(text, str):
+        text = text.encode()
+    # The run is looked for with two C loops over bytes (a regex costs more than the parse).
+    if isinstance(text, bytes) and text.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def default_path() -> Path:
@@ -90,14 +118,23 @@ def make_engine(url: URL) -> Engine:
     backend = url.get_backend_name()
     if backend == "sqlite":
         engine = create_engine(
-            url, json_serializer=dumps, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}
+            url,
+            json_serializer=dumps,
+            json_deserializer=loads,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
         )
         _configure_sqlite(engine)
         return engine
     connect_args = {}
     if backend == "postgresql" and "connect_timeout" not in url.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
-    return create_engine(url, json_serializer=dumps, connect_args=connect_args, pool_pre_ping=True)
+    return create_engine(
+        url,
+        json_serializer=dumps,
+        json_deserializer=loads,
+        connect_args=connect_args,
+        pool_pre_ping=True,
+    )
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -109,6 +146,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 

@@ -33,7 +33,7 @@ STATUSES = ("running", "done", "failed", "interrupted")
 """The states of an evaluation or a training run."""
 
 TRUTH_COMMENT = (
-    "HIDDEN: the true state of the world after this step. For judges, audits and post-episode "
+    "HIDDEN: the true state of the world after each step. For judges, audits and post-episode "
     "inspection only; never served to an agent during an episode."
 )
 
@@ -122,25 +122,22 @@ class EpisodeModel(Base):
 
 
 class EventModel(Base):
-    """One step of a stored episode: the call, the report, the reward and the hidden truth."""
+    """The steps of one stored episode, in one row: ``steps`` holds every event (the call, the
+    report, the reward paid, the clock, the hash) in step order, and ``truth_hidden`` the hidden
+    truth after each of them, in the same order.
+
+    One row per episode, not per step: an evaluation writes thousands of episodes a second,
+    and two JSON documents per episode cost a fraction of a row per step. Nothing reads steps
+    one at a time; SQL that needs one can use the database's JSON functions.
+    """
 
     __tablename__ = "events"
 
     episode_id: Mapped[int] = mapped_column(
-        ForeignKey("episodes.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("episodes.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
     )
-    step: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # JSON, not a string: a rejected call may name its tool with any JSON value.
-    tool: Mapped[Any] = mapped_column(JSON)
-    args: Mapped[Any] = mapped_column(JSON)
-    tokens: Mapped[int] = mapped_column(Integer)
-    rejected: Mapped[str | None] = mapped_column(Text)
-    report: Mapped[Any] = mapped_column(JSON)
-    reward: Mapped[dict[str, Any]] = mapped_column(JSON)
-    clock: Mapped[float] = mapped_column(Double)
-    done: Mapped[bool] = mapped_column(Boolean)
-    hash: Mapped[str] = mapped_column(String(64))
-    truth_hidden: Mapped[dict[str, Any]] = mapped_column(JSON, comment=TRUTH_COMMENT)
+    steps: Mapped[list[Any]] = mapped_column(JSON)
+    truth_hidden: Mapped[list[Any]] = mapped_column(JSON, comment=TRUTH_COMMENT)
 
 
 class TrainingRunModel(Base):

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import JSON, URL, Connection, Engine, func, insert, select
+from sqlalchemy import URL, Connection, Dialect, Engine, func, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from opsgym.store import migrate, records
-from opsgym.store.engine import WRITE, dumps, make_engine, mask, resolve
+from opsgym.store.engine import WRITE, make_engine, mask, resolve
 from opsgym.store.errors import DuplicateEpisodeError, NotFoundError, StoreError, one_line
 from opsgym.store.models import (
     STATUSES,
@@ -226,68 +227,68 @@ class Store:
             The errors of :meth:`add_episode`; a key given twice in one call is a
             :class:`DuplicateEpisodeError` too.
         """
-        prepared = []
+        entries = list(entries)
         for i, entry in enumerate(entries):
             unknown = sorted(set(entry) - set(_ENTRY))
             if unknown:
                 raise TypeError(f"Entry {i} has unknown keys {unknown}; known: {list(_ENTRY)}.")
-            prepared.append(self._prepare(**entry))
-        seen: dict[tuple[Any, ...], int] = {}
-        for i, (values, _events, name) in enumerate(prepared):
-            if name is None:
-                continue
-            key = (name, *(values[c] for c in _KEY))
-            if key in seen:
-                raise DuplicateEpisodeError(
-                    f"Entries {seen[key]} and {i} both hold evaluation {name!r}'s "
-                    f"(policy, scenario, seed, trial) = {key[1:]}; nothing was written."
+        if not entries:
+            return []
+        prepared = []
+        for entry in entries:
+            try:
+                prepared.append(
+                    records.prepare(**{**entry, "evaluation": _name(entry.get("evaluation"))})
                 )
-            seen[key] = i
+            except records.UnstorableError as exc:
+                what = _what(entries[0]["record"], len(entries))
+                raise StoreError(f"Cannot write {what} to {self._shown}: {exc}") from exc
+        return self._write_prepared(prepared, _what(entries[0]["record"], len(entries)))
+
+    def add_prepared(self, prepared: Sequence[records.Prepared]) -> list[int]:
+        """Store episodes made ready by :func:`opsgym.store.records.prepare_episode` (in a
+        worker process, say) in one transaction, all of them or none: the lean path of an
+        evaluation, which leaves only the inserts to the process that holds the write lock.
+
+        Returns:
+            The episodes' ids, in the order given.
+
+        Raises:
+            DuplicateEpisodeError: a key is given twice, or already stored.
+            NotFoundError: no evaluation of a given name.
+            StoreError: the database refused the write. Nothing was written.
+        """
         if not prepared:
             return []
-        first = prepared[0][0]
-        what = f"episode {first['env']}/{first['scenario']}/seed={first['seed']}"
-        if len(prepared) > 1:
-            what = f"{len(prepared)} episodes (the first: {what})"
-        ids = []
+        first = dict(zip(records.PREPARED_COLUMNS, prepared[0].values, strict=True))
+        return self._write_prepared(prepared, _what(first, len(prepared)))
+
+    def _write_prepared(self, prepared: Sequence[records.Prepared], what: str) -> list[int]:
+        seen: dict[tuple[Any, ...], int] = {}
+        for i, p in enumerate(prepared):
+            if p.evaluation is None:
+                continue
+            key = (p.evaluation, *p.key)
+            if key in seen:
+                raise DuplicateEpisodeError(
+                    f"Entries {seen[key]} and {i} both hold evaluation {p.evaluation!r}'s "
+                    f"(policy, scenario, seed, trial) = {p.key}; nothing was written."
+                )
+            seen[key] = i
+        evaluation_ids = [None if p.evaluation is None else self._evaluation_id(p.evaluation)
+                          for p in prepared]  # fmt: skip
         try:
             with self._transaction(what) as connection:
-                for values, events, _name in prepared:
-                    inserted = connection.execute(insert(EpisodeModel), values)
-                    ids.append(inserted.inserted_primary_key[0])
-                    _insert_events(connection, ids[-1], events)
+                ids = _allocate_ids(connection, len(prepared))
+                _insert_episodes(connection, ids, evaluation_ids, prepared)
+                _insert_events(connection, ids, prepared)
         except StoreError as exc:
             if isinstance(exc.__cause__, IntegrityError):
-                for values, _events, name in prepared:
-                    if name is not None:
-                        self._refuse_duplicate(values, name)
+                for p, evaluation_id in zip(prepared, evaluation_ids, strict=True):
+                    if evaluation_id is not None:
+                        self._refuse_duplicate(p, evaluation_id)
             raise
         return ids
-
-    def _prepare(
-        self,
-        record: dict[str, Any],
-        policy: str,
-        split: str,
-        trial: int = 0,
-        evaluation: Evaluation | str | None = None,
-        extras: dict[str, Any] | None = None,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]], str | None]:
-        """Check one entry; return its ``episodes`` row, its events and its evaluation."""
-        records.check_record(record)
-        extra = records.check_extras(extras, record)
-        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
-            raise ValueError(f"trial must be an int >= 0, got {trial!r}.")
-        name = _name(evaluation)
-        values = records.episode_values(
-            record,
-            policy=policy,
-            split=split,
-            trial=trial,
-            evaluation_id=None if name is None else self._evaluation_id(name),
-            extras=extra,
-        )
-        return values, record["events"], name
 
     def _evaluation_id(self, name: str) -> int:
         """The id of evaluation ``name`` (remembered: evaluations are never renumbered)."""
@@ -296,20 +297,21 @@ class Store:
                 self._evaluation_ids[name] = self._evaluation_model(session, name).id
         return self._evaluation_ids[name]
 
-    def _refuse_duplicate(self, values: dict[str, Any], name: str) -> None:
+    def _refuse_duplicate(self, prepared: records.Prepared, evaluation_id: int) -> None:
         """Raise :class:`DuplicateEpisodeError` if the episode's key is already stored."""
-        key = tuple(values[c] for c in _KEY)
-        conditions = [getattr(EpisodeModel, c) == values[c] for c in _KEY]
+        conditions = [
+            getattr(EpisodeModel, c) == v for c, v in zip(_KEY, prepared.key, strict=True)
+        ]
         with self._read() as session:
             found = session.scalar(
                 select(EpisodeModel.id).where(
-                    EpisodeModel.evaluation_id == values["evaluation_id"], *conditions
+                    EpisodeModel.evaluation_id == evaluation_id, *conditions
                 )
             )
         if found is not None:
             raise DuplicateEpisodeError(
-                f"Evaluation {name!r} already holds (policy, scenario, seed, trial) = {key} "
-                f"as episode {found}; nothing was written."
+                f"Evaluation {prepared.evaluation!r} already holds (policy, scenario, seed, "
+                f"trial) = {prepared.key} as episode {found}; nothing was written."
             )
 
     def episode_record(self, episode_id: int) -> dict[str, Any]:
@@ -322,12 +324,13 @@ class Store:
             episode = session.get(EpisodeModel, episode_id)
             if episode is None:
                 raise NotFoundError(f"No episode {episode_id!r} in {self._shown}.")
-            events = session.scalars(
-                select(EventModel)
-                .where(EventModel.episode_id == episode_id)
-                .order_by(EventModel.step)
-            ).all()
-            return records.rebuild(episode, list(events))
+            found = session.execute(
+                select(EventModel.steps, EventModel.truth_hidden).where(
+                    EventModel.episode_id == episode_id
+                )
+            ).first()
+            steps, truth = found if found is not None else ([], [])
+            return records.rebuild(episode, steps, truth)
 
     def episodes(
         self,
@@ -543,28 +546,68 @@ class Store:
             return [training_run_row(m) for m in models]
 
 
-_EVENT_COLUMNS = [c.name for c in EventModel.__table__.columns]
-_EVENT_JSON = frozenset(c.name for c in EventModel.__table__.columns if isinstance(c.type, JSON))
-_SQLITE_EVENTS = (
-    f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _EVENT_COLUMNS)})"
-)
+_EPISODE_COLUMNS = ("id", "evaluation_id", *records.PREPARED_COLUMNS)
+_CREATED_AT = records.PREPARED_COLUMNS.index("created_at")
 
 
-def _insert_events(connection: Connection, episode_id: int, events: list[dict[str, Any]]) -> None:
-    if not events:
-        return
-    rows = records.event_rows(episode_id, events)
-    if connection.dialect.name != "sqlite":
-        connection.execute(insert(EventModel), rows)
-        return
-    # Events are most of what an evaluation writes. On SQLite, whose JSON columns are text,
-    # the rows go to the driver as they are, the JSON written once by the store's serializer:
-    # a third of the cost of SQLAlchemy's per-value bind processing, and the same bytes.
+def _allocate_ids(connection: Connection, n: int) -> list[int]:
+    """Ids for ``n`` new episodes. On SQLite the transaction holds the write lock (``BEGIN
+    IMMEDIATE``), so the ids after the largest are free; elsewhere the table's sequence gives
+    them.
+    """
+    if connection.dialect.name == "sqlite":
+        last = connection.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM episodes").scalar()
+        return list(range(last + 1, last + 1 + n))
+    ids = connection.execute(
+        text(
+            "SELECT nextval(pg_get_serial_sequence('episodes', 'id')) FROM generate_series(1, :n)"
+        ),
+        {"n": n},
+    ).scalars()
+    return sorted(ids)
+
+
+@lru_cache
+def _insert_sql(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
+    """``INSERT INTO table (columns) VALUES (...)`` in the driver's own parameter style."""
+    marker = "?" if dialect.paramstyle == "qmark" else "%s"
+    names = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
+    return f"INSERT INTO {table} ({names}) VALUES ({', '.join(marker for _ in columns)})"
+
+
+def _insert_episodes(
+    connection: Connection,
+    ids: list[int],
+    evaluation_ids: list[int | None],
+    prepared: Sequence[records.Prepared],
+) -> None:
+    # Prepared values go to the driver as they are, their JSON already text: an insert costs
+    # the database's work and little else. Only the time stamp needs the dialect's form.
+    dialect = connection.dialect
+    stamp = _CREATED_AT
+    when = EpisodeModel.__table__.c.created_at.type.dialect_impl(dialect).bind_processor(dialect)
+    rows = []
+    for i, evaluation_id, p in zip(ids, evaluation_ids, prepared, strict=True):
+        values = p.values
+        if when is not None:
+            values = (*values[:stamp], when(values[stamp]), *values[stamp + 1 :])
+        rows.append((i, evaluation_id, *values))
+    connection.exec_driver_sql(_insert_sql(dialect, "episodes", _EPISODE_COLUMNS), rows)
+
+
+def _insert_events(
+    connection: Connection, ids: list[int], prepared: Sequence[records.Prepared]
+) -> None:
+    sql = _insert_sql(connection.dialect, "events", ("episode_id", "steps", "truth_hidden"))
     connection.exec_driver_sql(
-        _SQLITE_EVENTS,
-        [tuple(dumps(r[c]) if c in _EVENT_JSON else r[c] for c in _EVENT_COLUMNS) for r in rows],
+        sql, [(i, p.steps, p.truth) for i, p in zip(ids, prepared, strict=True)]
     )
+
+
+def _what(first: dict[str, Any], n: int) -> str:
+    """How a write of ``n`` episodes, the first with these header fields, is named in an error."""
+    what = f"episode {first['env']}/{first['scenario']}/seed={first['seed']}"
+    return f"{n} episodes (the first: {what})" if n > 1 else what
 
 
 def _raced(start: Callable[[], T]) -> T:
