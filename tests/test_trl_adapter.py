@@ -254,55 +254,26 @@ SCRIPT = [
 def tokenizer():
     """A byte-level BPE trained here on the worlds' own text, with Qwen3's chat template as
     TRL ships it (so TRL knows how to parse its tool calls)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
     from transformers.utils import get_json_schema
-    from trl.chat_template_utils import qwen3_chat_template
+
+    from opsgym.training.tiny import tiny_tokenizer
 
     instance = environment_factory("release")()
     corpus = [instance.reset(seed=0)] + [
         json.dumps(get_json_schema(getattr(instance, name))) for name in spec("release").world.tools
     ]
-    specials = [
-        "<|endoftext|>",
-        "<|im_start|>",
-        "<|im_end|>",
-        "<tool_call>",
-        "</tool_call>",
-        "<think>",
-        "</think>",
-        "<tool_response>",
-        "</tool_response>",
-    ]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
-        corpus * 2,
-        trainers.BpeTrainer(
-            vocab_size=1200,
-            special_tokens=specials,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        ),
-    )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        padding_side="left",
-    )
-    tok.chat_template = qwen3_chat_template
-    return tok
+    return tiny_tokenizer(corpus * 2, vocab_size=1200)
 
 
 def test_grpo_trainer_discovers_the_methods_runs_the_calls_and_takes_the_judged_reward(
     tokenizer, tmp_path, monkeypatch
 ):
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
     from transformers.utils import get_json_schema
     from trl import GRPOConfig, GRPOTrainer
+
+    from opsgym.training.tiny import tiny_config
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     seen: list[str] = []
@@ -319,18 +290,7 @@ def test_grpo_trainer_discovers_the_methods_runs_the_calls_and_takes_the_judged_
             ids = torch.tensor(tokenizer(text, add_special_tokens=False)["input_ids"])
             return torch.cat([input_ids, ids.expand(input_ids.size(0), -1)], dim=1)
 
-    model = Scripted(
-        Qwen3Config(
-            vocab_size=len(tokenizer),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=8,
-            max_position_embeddings=32768,
-        )
-    )
+    model = Scripted(tiny_config(tokenizer))
     cls = environment_factory("release")
     trainer = GRPOTrainer(
         model=model,

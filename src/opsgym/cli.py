@@ -309,5 +309,14 @@ def _register_serve() -> None:
 _register_serve()
 
 
+def _register_train() -> None:
+    from opsgym.training.cli import train_app
+
+    app.add_typer(train_app, name="train")
+
+
+_register_train()
+
+
 if __name__ == "__main__":
     app()

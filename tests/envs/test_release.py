@@ -50,8 +50,8 @@ def test_the_ten_tools_in_action_order():
         "rollback",
         "complete",
     ]
-    env = gym.make("opsgym/Release-v1")
-    assert env.action_space.n == 10 and env.observation_space.shape == (22,)
+    env = gym.make("opsgym/Release-v2")
+    assert env.action_space.n == 10 and env.observation_space.shape == (24,)
 
 
 def test_at_least_four_new_families_and_held_out_ones_never_in_train():

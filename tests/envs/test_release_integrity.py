@@ -379,7 +379,7 @@ def test_the_oracle_is_safe_and_out_earns_every_shipped_policy_and_every_exploit
         assert returns.mean() > _runs(other)[0].mean(), other
 
 
-def test_the_gym_id_is_v1_with_a_version_history_line():
-    assert SPEC.gym_id == "opsgym/Release-v1"
+def test_the_gym_id_is_v2_with_a_version_history_line():
+    assert SPEC.gym_id == "opsgym/Release-v2"
     manual = opsgym.envs.release.__doc__
     assert "* v1:" in manual and "settled" in manual.split("## Version History")[1]

@@ -1,6 +1,9 @@
 """Agents: the Policy protocol and reference policies."""
 
-from opsgym.agents import llm  # registers the llm: and planner: policies
+from opsgym.agents import (
+    llm,  # registers the llm: and planner: policies
+    trained,  # registers ppo:
+)
 from opsgym.agents.base import (
     Policy,
     RandomPolicy,
@@ -18,6 +21,7 @@ __all__ = [
     "is_deterministic",
     "legal_calls",
     "llm",
+    "trained",
     "play",
     "policy_names",
 ]

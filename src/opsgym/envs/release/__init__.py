@@ -23,7 +23,9 @@ nothing in the world changes. Preconditions read only what the agent has been to
 ``Episode.observe()`` is a dict of what the agent knows: the rollout state as reported, the
 router split requested and last observed, the last health report per pool (with ``checked_at``,
 ``restarts`` and ``error_rate``), the last verify report, the unresolved operations, and the
-last call's report. The Gymnasium face encodes it as 22 floats (see ``encode.py``).
+last call's report. The Gymnasium face encodes it as 24 floats (see ``encode.py``), among them
+whether the last verify since the last traffic change passed or failed, and whether the judge
+refused the last ``complete``.
 
 ## Rewards
 Named components, weighted by ``REWARDS``. *Immediate* components are functions of what the
@@ -189,9 +191,17 @@ The judge accepts ``complete`` only if all hold: ``schema_compatible``,
 
 ## Arguments
 ``opsgym.make("release", scenario=..., seed=..., max_steps=..., overrides=...)``;
-``gymnasium.make("opsgym/Release-v1", scenario="mixed", split="train")``.
+``gymnasium.make("opsgym/Release-v2", scenario="mixed", split="train")``.
 
 ## Version History
+* v2: the vector observation has 24 floats, not 22: index 22 says a verify after the last
+  traffic change failed, index 23 that the judge refused the last ``complete``. Both are
+  reported to the agent, but v1's vector hid them (a failed verify looked like no verify, a
+  refused ``complete`` like nothing), so a policy reading only the vector could not act on
+  them: on 600 ``mixed`` test seeds a MaskablePPO policy trained on v1 called ``verify`` again
+  after 17 of 23 failed verifies until one passed, and ``complete`` again after every one of
+  1,279 refusals; trained the same way on v2 it rolled back after 163 of 163 failed verifies
+  and repeated no refused ``complete``. Dynamics, rewards and the judge are unchanged.
 * v1: ``unsafe`` and ``downtime`` are settled (paid on the last step); ``unsafe`` scales with
   the share of traffic put at risk; ``progress`` only for milestones the agent saw reported
   (a fresh healthy blue only after a rollback, a passing verify only at 100% or after a
@@ -242,7 +252,7 @@ retrying blindly; moving traffic onto a pool that cannot serve it is downtime.""
 
 SPEC = EnvSpec(
     name="release",
-    gym_id="opsgym/Release-v1",
+    gym_id="opsgym/Release-v2",
     world=Release,
     judge=JUDGE,
     scenarios=SCENARIOS,

@@ -1,6 +1,6 @@
 """The release world as a vector, for the Gymnasium face. Built from the agent's view only.
 
-Observation (``Box(-1, 1, (22,), float32)``):
+Observation (``Box(-1, 1, (24,), float32)``):
 
 | idx | meaning                                                        | values      |
 |-----|----------------------------------------------------------------|-------------|
@@ -26,6 +26,8 @@ Observation (``Box(-1, 1, (22,), float32)``):
 | 19  | traffic was rolled back to blue                                | 0/1         |
 | 20  | blind retries so far (capped at 3) / 3                         | 0..1        |
 | 21  | the last call was rejected                                     | 0/1         |
+| 22  | a verify after the last traffic change failed                  | 0/1         |
+| 23  | the judge refused the last call, a ``complete``                | 0/1         |
 
 Actions (``Discrete(10)``), the tools in order with their default arguments:
 ``inspect(target="all")``, ``stage``, ``deploy``, ``health_check(target="auto")``,
@@ -55,9 +57,9 @@ def _health(view: View, target: str) -> tuple[float, float, dict[str, Any]]:
 
 
 class ReleaseEncoder:
-    """Encodes an episode of the release world as 22 floats in [-1, 1]."""
+    """Encodes an episode of the release world as 24 floats in [-1, 1]."""
 
-    size = 22
+    size = 24
     low, high = -1.0, 1.0
     actions = [
         ("inspect", {}),
@@ -79,13 +81,12 @@ class ReleaseEncoder:
         g_status, g_fresh, g = _health(v, "green")
         b_status, b_fresh, _ = _health(v, "blue")
         observed = -1.0 if v.observed_green is None else v.observed_green / 100
-        verify_ok = bool(
+        verified = bool(
             v.verify
-            and v.verify["passed"]
             and v.traffic_changed_at is not None
             and v.verify["checked_at"] >= v.traffic_changed_at
         )
-        last = episode.events[-1]["rejected"] if episode.events else None
+        last = episode.events[-1] if episode.events else None
         return np.array(
             [
                 min(world.clock / world.deadline, 1.0),
@@ -106,10 +107,12 @@ class ReleaseEncoder:
                 g.get("error_rate", 0.0) > ERROR_RATE_ALARM,
                 b_status,
                 b_fresh,
-                verify_ok,
+                verified and v.verify["passed"],
                 v.rolled_back,
                 min(v.blind_retries, 3) / 3,
-                last is not None,
+                last is not None and last["rejected"] is not None,
+                verified and not v.verify["passed"],
+                last is not None and last["report"].get("accepted") is False,
             ],
             dtype=np.float32,
         )

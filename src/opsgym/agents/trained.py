@@ -1,0 +1,42 @@
+"""Trained policies as named policies: ``ppo:PATH`` (extra ``train``).
+
+The factories import their trainers only when a policy of their kind is asked for, so naming the
+kinds costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opsgym.agents.base import PREFIXED
+
+
+def _ppo(env: str, path: str) -> Any:
+    from opsgym.training.ppo import PPOPolicy
+
+    return PPOPolicy(env, path)
+
+
+PREFIXED.setdefault("ppo", _ppo)
+
+
+def _hf(constrained: bool) -> Any:
+    """``hf:PATH`` (free generation) or ``hf+constrained:PATH`` (the likeliest valid call), a
+    local Transformers model (extra ``grpo``; see :mod:`opsgym.agents.hf`).
+    """
+
+    def factory(env: str, path: str) -> Any:
+        from opsgym.agents.hf import HFPolicy
+
+        try:
+            return HFPolicy(env, path, constrained=constrained)
+        except ModuleNotFoundError as exc:
+            from opsgym.training.ppo import TrainingError
+
+            raise TrainingError(f"{exc}; install the extra: pip install 'opsgym[grpo]'") from None
+
+    return factory
+
+
+PREFIXED.setdefault("hf", _hf(constrained=False))
+PREFIXED.setdefault("hf+constrained", _hf(constrained=True))

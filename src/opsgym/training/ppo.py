@@ -1,0 +1,563 @@
+"""PPO over the Gym face: MaskablePPO (sb3-contrib), a start-state curriculum, runs in the store.
+
+    opsgym train ppo --env release [--scenario mixed] [--total-timesteps 300000] [--seed 1]
+                     [--n-envs 4] [--curriculum/--no-curriculum] [--mask/--no-mask] [--out runs]
+
+The script reads top to bottom, as CleanRL's do: :class:`PPOConfig` (a field per argument), one
+seeding block, the environments, the curriculum, the model, training with checkpoints, the final
+evaluation. A run is named ``{env}__ppo__{seed}__{time}`` unless given a name; its folder
+``OUT/NAME`` must not exist. It holds ``config.json``, ``checkpoints/``, TensorBoard logs
+(``tb/``, when ``tensorboard`` is installed), ``model.zip`` (the last policy) and
+``evaluation.json``; the store records the run (config, learning curves, checkpoint, status).
+Ctrl-C saves the policy as it is (``model.zip``) and marks the run ``interrupted``.
+
+**The curriculum** starts training episodes part-way along a reference trajectory: the oracle's
+calls on that very episode, each put through the action catalogue, so every start is a state the
+trained policy can reach with its own actions. Shipping v2 takes a long, exact sequence of calls
+(stage, deploy, migrate, a canary, fresh health evidence, more traffic, verification); from the
+normal start a policy finds the short verified rollback long before it sees a ship pay, and once
+it rolls back with certainty it never tries the canary again (measured: 600 of 600 test episodes
+rolled back, with or without a curriculum that mixes early and late starts from the outset).
+So the curriculum is a reverse one (Florensa et al. 2017): over the first ``sweep`` of the
+budget every episode starts part-way, first only before the last call, then ever earlier, so
+the end of the sequence is learnt first and each earlier decision meets a learnt value; from
+``sweep`` to ``fade`` the chance of a start part-way falls to 0, and the rest of training starts
+normally (:func:`schedule`). **Every evaluation starts from the normal initial state.**
+
+**Masks**: MaskablePPO samples only calls whose preconditions hold (``action_masks()``);
+``--no-mask`` trains and plays with masking off (invalid calls are rejected and cost
+``invalid``).
+
+A trained policy is evaluated like any other: ``opsgym eval --env release --policy
+ppo:runs/release__ppo__1__.../model.zip`` (:class:`PPOPolicy`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from opsgym.core.episode import Episode
+from opsgym.core.errors import OpsgymError
+from opsgym.registry import catalogue, legal_actions, spec
+
+
+class TrainingError(OpsgymError, ValueError):
+    """Training cannot start as asked (a bad argument, an output folder that exists)."""
+
+
+@dataclass
+class PPOConfig:
+    """Everything a PPO run depends on (saved as ``config.json`` and in the store)."""
+
+    env: str = "release"
+    """World to train on."""
+    scenario: str = "mixed"
+    """Scenario of the training episodes (``mixed``: families drawn by the seed, train split)."""
+    total_timesteps: int = 300_000
+    """Environment steps to train for, over all environments (prefix calls not counted)."""
+    seed: int = 1
+    """Seeds the model, the environments' episode streams and the curriculum."""
+    n_envs: int = 4
+    """Environments stepped together (one process)."""
+    curriculum: bool = True
+    """Start training episodes along the reference trajectory (see the module docstring)."""
+    mask: bool = True
+    """Sample only valid calls (``action_masks()``)."""
+    reference: str = "oracle"
+    """Curriculum: the scripted policy whose trajectories the starts lie on."""
+    start_prob: float = 1.0
+    """Curriculum: chance an episode starts part-way while the start sweeps back."""
+    sweep: float = 0.3
+    """Curriculum: share of the budget over which the earliest start moves from the last call of
+    the reference trajectory back to its first."""
+    fade: float = 0.6
+    """Curriculum: share of the budget after which every episode starts normally."""
+    learning_rate: float = 3e-4
+    """Adam's step size."""
+    n_steps: int = 256
+    """Steps per environment between updates."""
+    batch_size: int = 256
+    """Minibatch size."""
+    n_epochs: int = 10
+    """Passes over each rollout."""
+    gamma: float = 0.99
+    """Discount."""
+    gae_lambda: float = 0.95
+    """GAE's lambda."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    net_arch: list[int] = field(default_factory=lambda: [128, 128])
+    """Hidden layers of the policy and value networks."""
+    checkpoint_every: int = 50_000
+    """Save a checkpoint every this many steps."""
+    eval_every: int = 25_000
+    """Evaluate the greedy policy from the normal start every this many steps (0: never)."""
+    eval_curve_episodes: int = 100
+    """Dev-split episodes of each evaluation during training (the ``dev_*`` curves)."""
+    eval_episodes: int = 200
+    """Test-split episodes (normal start) evaluated at the end (0: none)."""
+    torch_threads: int = 1
+    """Torch's CPU threads (1: runs repeat exactly)."""
+
+    def check(self) -> PPOConfig:
+        """Raise :class:`TrainingError` (or the registry's error) naming the first bad field."""
+        world = spec(self.env)  # an unknown world raises, naming the known ones
+        if world.scenario(self.scenario).held_out:
+            raise TrainingError(
+                f"scenario {self.scenario!r} of {self.env!r} is held out of training: it has no "
+                "train seeds"
+            )
+        if self.reference not in world.policies:
+            raise TrainingError(
+                f"reference must be one of {sorted(world.policies)}, got {self.reference!r}"
+            )
+        positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs")
+        for name in (*positive, "eval_curve_episodes", "torch_threads"):
+            if getattr(self, name) < 1:
+                raise TrainingError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("eval_every", "eval_episodes", "checkpoint_every"):
+            if getattr(self, name) < 0:
+                raise TrainingError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.start_prob <= 1:
+            raise TrainingError(f"start_prob must be in [0, 1], got {self.start_prob}")
+        if not 0 <= self.sweep <= self.fade <= 1:
+            raise TrainingError(
+                f"0 <= sweep <= fade <= 1 must hold, got sweep={self.sweep}, fade={self.fade}"
+            )
+        if self.seed < 0:
+            raise TrainingError(f"seed must be >= 0, got {self.seed}")
+        return self
+
+
+# -- the curriculum --------------------------------------------------------------------------
+
+
+def reference_calls(episode: Episode, policy: str = "oracle") -> list[tuple[str, dict[str, Any]]]:
+    """The calls ``policy`` makes on a fresh twin of ``episode`` (same header), to the end,
+    each put through the action catalogue (:func:`as_catalogue_call`).
+    """
+    from opsgym.agents import get_policy, legal_calls
+
+    twin = Episode(
+        episode.spec,
+        episode.scenario,
+        episode.seed,
+        max_steps=episode.max_steps,
+        overrides=episode.overrides,
+        config=episode.config,
+        reward_timing=episode.reward_timing,
+    )
+    agent = get_policy(episode.env, policy)
+    agent.reset(episode.seed)
+    calls = []
+    while not twin.done:
+        call = as_catalogue_call(episode.env, *agent.act(twin.observe(), legal_calls(twin)))
+        calls.append(call)
+        twin.step(*call)
+    return calls
+
+
+def as_catalogue_call(env: str, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The catalogue action closest to ``tool(**args)``: the call itself if the catalogue has
+    it, else the tool's only catalogue action if it has exactly one, else the call as it is.
+
+    Without it the release oracle's states are not the policy's: the oracle moves from a 10%
+    canary straight to 100%, the catalogue's ``shift_traffic()`` climbs 10, 50, 100, and a
+    policy started after the oracle's jump never learnt what to do at 50% (measured: it rolled
+    back every episode).
+    """
+    same = [a.model_dump() for t, a in catalogue(env) if t.name == tool]
+    full = spec(env).world.tools[tool].args.model_validate(args).model_dump()
+    if full in same or len(same) != 1:
+        return tool, args
+    return tool, same[0]
+
+
+class PrefixStart(gym.Wrapper):
+    """Starts an episode after a prefix of the reference policy's calls on that same episode.
+
+    The trainer moves the schedule (``set_schedule``): ``prob`` is the chance that an episode
+    starts part-way, ``reach`` how far back from the end the start may lie (0: only the last
+    call is left to make; 1: anywhere, the normal start included). A start part-way follows
+    ``k`` calls of the reference's ``n``, ``k`` uniform over ``[round((1 - reach) * (n - 1)),
+    n - 1]``. Its draws come from a generator of its own, seeded by the first
+    ``reset(seed=...)``. ``info["prefix"]`` says how many calls were played, at the reset and on
+    the episode's last step.
+    """
+
+    def __init__(self, env: gym.Env, world: str, reference: str = "oracle"):
+        super().__init__(env)
+        self.reference = reference
+        self.prob, self.reach = 0.0, 1.0
+        self.prefix = 0
+        self._rng = np.random.default_rng(0)
+        self._encoder = spec(world).encoder()
+
+    def set_schedule(self, prob: float, reach: float) -> None:
+        """The chance that the next episodes start part-way, and how far back they may."""
+        self.prob, self.reach = float(prob), float(reach)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset, then maybe play a prefix of the reference trajectory."""
+        if seed is not None:
+            self._rng = np.random.default_rng([0xC0, seed])
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.prefix = 0
+        if self.prob > 0 and self._rng.random() < self.prob:
+            episode = self.env.unwrapped.episode
+            calls = reference_calls(episode, self.reference)
+            last = len(calls) - 1
+            self.prefix = int(self._rng.integers(round((1 - self.reach) * last), last + 1))
+            for tool, args in calls[: self.prefix]:
+                episode.step(tool, args)
+            obs = self._encoder.encode(episode)
+        info["prefix"] = self.prefix
+        return obs, info
+
+    def step(self, action: Any):
+        """Step; the last step's ``info`` says where the episode started."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["prefix"] = self.prefix
+        return obs, reward, terminated, truncated, info
+
+
+def schedule(cfg: PPOConfig, timesteps: int) -> tuple[float, float]:
+    """The curriculum's ``(prob, reach)`` after ``timesteps`` (see :class:`PrefixStart`).
+
+    Over the first ``sweep`` of the budget every episode (``start_prob``) starts part-way and
+    the earliest start moves from the last call back to the first; from ``sweep`` to ``fade``
+    the chance of a start part-way falls linearly to 0; after ``fade`` every episode starts
+    normally.
+    """
+    done = timesteps / cfg.total_timesteps
+    if not cfg.curriculum or done >= cfg.fade:
+        return 0.0, 1.0
+    if done < cfg.sweep:
+        return cfg.start_prob, done / cfg.sweep
+    return cfg.start_prob * (cfg.fade - done) / (cfg.fade - cfg.sweep), 1.0
+
+
+# -- the policy, for evaluation ---------------------------------------------------------------
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> Any:
+    """The model saved at ``path`` (cached: ``opsgym eval`` asks for the policy per episode)."""
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO.load(path, device="cpu")
+
+
+class PPOPolicy:
+    """A trained PPO policy as an opsgym policy (``ppo:PATH``, a ``model.zip`` or a run's
+    folder): it steps the episode itself, from the same vector view and masks as the Gym face,
+    greedily.
+
+    Raises:
+        TrainingError: nothing loadable at ``path``, or a model of another world or of another
+            version of its observation.
+    """
+
+    deterministic = True
+
+    def __init__(self, env: str, path: str | os.PathLike[str]):
+        model_path = Path(path)
+        if model_path.is_dir():
+            model_path = model_path / "model.zip"
+        if not model_path.is_file():
+            raise TrainingError(f"no PPO model at {model_path}")
+        sidecar = model_path.parent / "config.json"
+        trained = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+        if trained.get("env", env) != env:
+            raise TrainingError(f"{model_path} was trained on {trained['env']!r}, not {env!r}")
+        try:
+            model = _load(str(model_path.resolve()), model_path.stat().st_mtime_ns)
+        except Exception as exc:  # noqa: BLE001 -- whatever the file is, say so in one line
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TrainingError(f"cannot load {model_path} as a PPO model: {reason}") from None
+        self._setup(env, model, bool(trained.get("mask", True)))
+        self.name = f"ppo:{path}"
+
+    @classmethod
+    def from_model(cls, env: str, model: Any, mask: bool = True) -> PPOPolicy:
+        """The policy of a model in memory (the evaluations during training)."""
+        policy = cls.__new__(cls)
+        policy._setup(env, model, mask)
+        policy.name = "ppo"
+        return policy
+
+    def _setup(self, env: str, model: Any, mask: bool) -> None:
+        self.model, self.mask = model, mask
+        self.encoder = spec(env).encoder()
+        self.actions = catalogue(env)
+        shape, n = model.observation_space.shape, model.action_space.n
+        if shape != (self.encoder.size,) or n != len(self.actions):
+            raise TrainingError(
+                f"the model sees {shape[0]} floats and picks among {n} actions; {env} "
+                f"({spec(env).gym_id}) has {self.encoder.size} and {len(self.actions)}: it was "
+                "trained on another version of the world, retrain it"
+            )
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing to reset: the policy is greedy."""
+
+    def drive(self, episode: Episode) -> None:
+        """Play ``episode`` to the end."""
+        n = len(self.actions)
+        while not episode.done:
+            obs = self.encoder.encode(episode)
+            masks = None
+            if self.mask:
+                masks = np.zeros(n, dtype=bool)
+                masks[legal_actions(episode)] = True
+            action, _ = self.model.predict(obs, action_masks=masks, deterministic=True)
+            tool, args = self.actions[int(action)]
+            episode.step_call(tool, args)
+
+
+def evaluate_policy(
+    env: str, policy: PPOPolicy, scenario: str, episodes: int, split: str = "test"
+) -> dict[str, Any]:
+    """Outcomes of ``policy`` on ``episodes`` seeds of ``split``, from the normal start, and the
+    share of the episodes where v2 could ship that it shipped (where the world's truth says
+    ``v2_shippable``, as the release world's does).
+    """
+    import opsgym
+
+    outcomes: dict[str, int] = {}
+    safe = shippable = shipped = 0
+    returns = []
+    safe_outcomes = spec(env).safe_outcomes
+    for seed in opsgym.seeds(split, episodes):
+        episode = opsgym.make(env, scenario, seed)
+        policy.drive(episode)
+        outcome = episode.verdict.outcome
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        safe += outcome in safe_outcomes
+        returns.append(episode.total_reward)
+        truth = episode.events[-1]["truth"] if episode.events else {}
+        if truth.get("v2_shippable"):
+            shippable += 1
+            shipped += outcome == "deployed_verified"
+    result: dict[str, Any] = {
+        "split": split,
+        "scenario": scenario,
+        "episodes": episodes,
+        "outcomes": dict(sorted(outcomes.items())),
+        "safe_rate": safe / episodes,
+        "mean_return": float(np.mean(returns)),
+    }
+    if shippable:
+        result["shippable"] = shippable
+        result["shipped_when_shippable"] = shipped / shippable
+    return result
+
+
+# -- training ---------------------------------------------------------------------------------
+
+
+def make_envs(cfg: PPOConfig) -> Any:
+    """``cfg.n_envs`` training environments (train split), wrapped for the curriculum if asked,
+    seeded from ``cfg.seed``.
+    """
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    gym_id = spec(cfg.env).gym_id
+
+    def make() -> gym.Env:
+        env = gym.make(gym_id, scenario=cfg.scenario, split="train")
+        env = Monitor(env, info_keywords=("outcome",))
+        if cfg.curriculum:
+            env = PrefixStart(env, cfg.env, cfg.reference)
+        return env
+
+    vec = DummyVecEnv([make] * cfg.n_envs)
+    vec.seed(cfg.seed)
+    return vec
+
+
+def train(
+    cfg: PPOConfig,
+    out: str | os.PathLike[str] = "runs",
+    db: str | bool | None = None,
+    *,
+    name: str | None = None,
+) -> Path:
+    """Train as ``cfg`` says; return the run's folder.
+
+    ``db`` is the store the run is recorded in (``None``: ``OPSGYM_DB`` or the default file;
+    ``False``: none). ``name`` is the run's name (default ``{env}__ppo__{seed}__{time}``).
+
+    Raises:
+        TrainingError: a bad argument, or the run's folder exists.
+        KeyboardInterrupt: after saving the policy as it was and marking the run interrupted.
+    """
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    from opsgym.training.runs import Record, new_folder, run_name, write_config
+
+    cfg.check()
+    name = name or run_name(cfg.env, "ppo", cfg.seed)
+    folder = new_folder(out, name)
+    record = Record(db, name, kind="ppo", env=cfg.env, config=asdict(cfg))
+    write_config(folder, asdict(cfg))
+
+    # -- seeding: one block; everything random below comes from cfg.seed
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.torch_threads)
+
+    model = progress = None
+    status = "failed"
+    try:
+        model = MaskablePPO(
+            "MlpPolicy",
+            make_envs(cfg),
+            learning_rate=cfg.learning_rate,
+            n_steps=cfg.n_steps,
+            batch_size=cfg.batch_size,
+            n_epochs=cfg.n_epochs,
+            gamma=cfg.gamma,
+            gae_lambda=cfg.gae_lambda,
+            ent_coef=cfg.ent_coef,
+            seed=cfg.seed,
+            device="cpu",
+            policy_kwargs={"net_arch": list(cfg.net_arch)},
+            tensorboard_log=str(folder / "tb") if _has_tensorboard() else None,
+            verbose=0,
+        )
+        progress = _progress(cfg, record)
+        callbacks = [progress]
+        if cfg.checkpoint_every:
+            every = max(cfg.checkpoint_every // cfg.n_envs, 1)
+            callbacks.append(CheckpointCallback(every, str(folder / "checkpoints"), "ppo"))
+        model.learn(
+            cfg.total_timesteps,
+            callback=callbacks,
+            use_masking=cfg.mask,
+            progress_bar=_has_progress_bar(),
+            tb_log_name="ppo",
+        )
+        model.save(folder / "model.zip")
+        if cfg.eval_episodes:
+            policy = PPOPolicy(cfg.env, folder)
+            result = evaluate_policy(cfg.env, policy, cfg.scenario, cfg.eval_episodes)
+            (folder / "evaluation.json").write_text(json.dumps(result, indent=1))
+            progress.add_evaluation("test", model.num_timesteps, result)
+        status = "done"
+    except KeyboardInterrupt:
+        status = "interrupted"
+    finally:
+        saved = folder / "model.zip"
+        if status == "interrupted" and model is not None and not saved.exists():
+            model.save(saved)
+        curves = progress.thinned() if progress is not None else {}
+        record.finish(status, curves, saved if saved.exists() else None)
+    if status == "interrupted":
+        raise KeyboardInterrupt
+    return folder
+
+
+def _progress(cfg: PPOConfig, record: Any) -> Any:
+    """The callback that moves the curriculum, evaluates from the normal start and keeps the
+    learning curves (``{name: [[timestep, value], ...]}``), written to the run's record as they
+    grow.
+
+    Curves: ``return`` and ``safe`` of every training episode, ``return_normal_start`` of those
+    that started normally; ``curriculum_prob`` and ``curriculum_reach``; ``dev_*`` (greedy, on
+    dev-split episodes from the normal start, every ``eval_every`` steps): ``dev_return``,
+    ``dev_safe``, the share of each outcome, ``dev_shipped_when_shippable``; the same ``test_*``
+    once, at the end.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    safe_outcomes = spec(cfg.env).safe_outcomes
+
+    class Progress(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.curves: dict[str, list[list[float]]] = {}
+            self.rollouts = 0
+            self.next_eval = cfg.eval_every
+
+        def _add(self, key: str, value: float, step: int | None = None) -> None:
+            step = self.num_timesteps if step is None else step
+            self.curves.setdefault(key, []).append([step, float(value)])
+
+        def _on_rollout_start(self) -> None:
+            if cfg.curriculum:
+                prob, reach = schedule(cfg, self.num_timesteps)
+                self.training_env.env_method("set_schedule", prob, reach)
+                self._add("curriculum_prob", prob)
+                self._add("curriculum_reach", reach)
+                self.logger.record("curriculum/prob", prob)
+                self.logger.record("curriculum/reach", reach)
+
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", ()):
+                episode = info.get("episode")
+                if episode is None:
+                    continue
+                self._add("return", episode["r"])
+                self._add("safe", info.get("outcome") in safe_outcomes)
+                if not info.get("prefix"):
+                    self._add("return_normal_start", episode["r"])
+            if cfg.eval_every and self.num_timesteps >= self.next_eval:
+                self.next_eval += cfg.eval_every
+                policy = PPOPolicy.from_model(cfg.env, self.model, cfg.mask)
+                result = evaluate_policy(
+                    cfg.env, policy, cfg.scenario, cfg.eval_curve_episodes, "dev"
+                )
+                self.add_evaluation("dev", self.num_timesteps, result)
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.rollouts += 1
+            if self.rollouts % 8 == 0:
+                record.update(self.thinned())
+
+        def add_evaluation(self, split: str, step: int, result: dict[str, Any]) -> None:
+            """Add an evaluation's numbers to the curves (``{split}_*``) and to TensorBoard."""
+            numbers = {"return": result["mean_return"], "safe": result["safe_rate"]}
+            for outcome, n in result["outcomes"].items():
+                numbers[outcome] = n / result["episodes"]
+            if "shipped_when_shippable" in result:
+                numbers["shipped_when_shippable"] = result["shipped_when_shippable"]
+            for key, value in numbers.items():
+                self._add(f"{split}_{key}", value, step)
+                self.logger.record(f"{split}/{key}", value)
+
+        def thinned(self, most: int = 2000) -> dict[str, list[list[float]]]:
+            """The curves with at most about ``most`` points each (every k-th), for the store."""
+            return {k: v[:: max(1, len(v) // most)] for k, v in self.curves.items()}
+
+    return Progress()
+
+
+def _has_tensorboard() -> bool:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _has_progress_bar() -> bool:
+    """SB3's bar needs tqdm and rich, and is only drawn on a terminal outside CI."""
+    try:
+        import rich  # noqa: F401
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return os.environ.get("CI") is None and os.isatty(2)
