@@ -93,7 +93,7 @@ def test_the_run_is_recorded_in_the_store_with_its_config_and_curves(tmp_path):
         run = store.training_run("stored")
     assert run["status"] == "done" and run["kind"] == "ppo" and run["env"] == "release"
     assert run["config"]["total_timesteps"] == 2048
-    assert {"return", "curriculum_prob", "test_safe"} <= set(run["curves"])
+    assert {"return", "start_prob", "test_safe"} <= set(run["curves"])
     assert run["checkpoint"].endswith("model.zip")
 
 
