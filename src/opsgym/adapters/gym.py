@@ -139,22 +139,18 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         if not 0 <= index < len(self._actions):
             raise ValueError(f"action must be in [0, {len(self._actions)}), got {action!r}")
         tool, args = self._actions[index]
-        result = episode.step_call(tool, args, raw=self._raw[index])
+        report, reward, done, rejected, terminated, truncated, components = episode.step_call(
+            tool, args, self._raw[index]
+        )
         info: dict[str, Any] = {
-            "report": result.report,  # already the caller's own copy, as are the components
-            "rejected": result.rejected,
-            "components": result.components,
+            "report": report,  # already the caller's own copy, as are the components
+            "rejected": rejected,
+            "components": components,
         }
-        if result.done:
+        if done:
             info["verdict"] = episode.verdict.to_dict()
             info["outcome"] = episode.verdict.outcome
-        return (
-            self._encoder.encode(episode),
-            result.reward,
-            result.terminated,
-            result.truncated,
-            info,
-        )
+        return self._encoder.encode(episode), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Which catalogue actions would pass validation now (judged on the agent's view)."""

@@ -230,7 +230,7 @@ class Episode:
         self.verdict: Verdict | None = None
         self.done = False
         self.truncated = False
-        self._last: dict[str, Any] | None = None
+        self._last: tuple[Any, str | None, dict[str, Any]] | None = None  # tool, rejected, report
 
     def _draw_family(self, rng: np.random.Generator) -> Scenario:
         forced = self.overrides.get("family")
@@ -259,7 +259,10 @@ class Episode:
         obs = self.world.observe()
         obs["step"] = self.steps
         obs["steps_left"] = self.max_steps - self.steps if self.max_steps else None
-        obs["last"] = fresh(self._last)
+        last = self._last
+        if last is not None:  # kept as a tuple: the dict is built only when someone looks
+            last = {"tool": last[0], "rejected": last[1], "report": last[2]}
+        obs["last"] = fresh(last)
         obs["done"] = self.done
         return obs
 
@@ -350,7 +353,11 @@ class Episode:
             elif self.max_steps and self.steps >= self.max_steps:
                 self.truncated = True
             if terminated or self.truncated:
-                self._finish(self.spec.judge.evaluate(world.truth(), self.events, completing=False))
+                judge = self.spec.judge
+                if judged is not None and judge.refusal_is_final:
+                    self._finish(judged)  # the refused completion's verdict: the same judgement
+                else:
+                    self._finish(judge.evaluate(world.truth(), self.events, completing=False))
         components = rewards.close_step(final=self.done)
         truth = world.truth()
         truth["family"] = self.family.name
@@ -374,15 +381,15 @@ class Episode:
             "truth": truth,
         }
         self.events.append(event)
-        self._last = {"tool": name, "rejected": rejected, "report": report}
-        return StepResult(
-            report=fresh(report),
-            reward=sum(components.values()),
-            done=self.done,
-            rejected=rejected,
-            terminated=terminated,
-            truncated=self.truncated,
-            components=dict(components),
+        self._last = (name, rejected, report)
+        return StepResult(  # positional: report, reward, done, rejected, terminated, ...
+            fresh(report),
+            sum(components.values()),
+            self.done,
+            rejected,
+            terminated,
+            self.truncated,
+            components.copy(),
         )
 
     def _finish(self, verdict: Verdict) -> None:

@@ -90,6 +90,12 @@ class Judge:
         success: ``outcome(truth) -> name`` for an accepted completion.
     """
 
+    refusal_is_final: bool = False
+    """Whether a refused completion's verdict is already the verdict of the episode's end: the
+    judgement of the same truth and trajectory with ``completing=False`` is then equal to it
+    (``completing`` only decides acceptance), and the episode, which ends after a refused
+    completion, does not judge it twice. A subclass sets it only when that holds."""
+
     def __init__(
         self,
         invariants: Sequence[Invariant],

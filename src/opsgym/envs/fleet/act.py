@@ -46,7 +46,7 @@ from opsgym.envs.fleet.tasks import (
     SPARE_OF_LEAF,
     WORKERS,
 )
-from opsgym.envs.fleet.workers import DRAWS, answer, ballots, consensus
+from opsgym.envs.fleet.workers import DRAWS, answer, ballots, tally
 
 if TYPE_CHECKING:
     from opsgym.envs.fleet.world import Fleet
@@ -219,8 +219,9 @@ class Actions(_Base):
         v = self.view
         self._delegated()
         s, u = self._state(), self._draw(len(WORKERS) * DRAWS)
-        result = consensus(s, self.facts["worker_error"], v.hosts, u)
-        for found in ballots(s, self.facts["worker_error"], v.hosts, u):
+        heard = ballots(s, self.facts["worker_error"], v.hosts, u)
+        result = tally(heard)  # ``consensus`` of the same answers, each worker asked once
+        for found in heard:
             self._tell_finding("wrong_vote", found)
         v.consensus = result
         self._reach("consensus_polled")

@@ -242,32 +242,45 @@ class Diagnostics(_Base):
         completed collective) and the newest `last` entries (4 by default), with their ops,
         sizes and states.
         """
-        v, rank, t = self.view, args.rank, self.t
-        s = {
-            "seq": t.seq,
-            "status": self._status(),
-            "oom": t.oom,
-            "lost": t.lost,
-            "desync_rank": self.facts["desync_rank"],
-            "desync_op": self.facts["desync_op"],
-            "decoy_rank": self.facts["decoy_rank"] if self.harsh else None,
-            "hosts": v.hosts,
-        }
-        out = flight_recorder(self.inv, rank, args.last, s, self._dumps)
+        v, rank, t, f = self.view, args.rank, self.t, self.facts
+        status = self._status()
+        decoy = f["decoy_rank"] if self.harsh else None
+        out = flight_recorder(
+            rank,
+            args.last,
+            t.seq,
+            status,
+            rank in t.oom or rank in t.lost,
+            f["desync_op"] if status == "hung" and rank == f["desync_rank"] else "nccl:all_reduce",
+            rank == decoy,
+            v.hosts[rank // GPUS_PER_NODE],
+            self._dumps,
+        )
         summary = out["summary"]
         v.flight[rank] = {**summary, "call": self._call}
-        row = v.ranks[rank]
-        row[st.R_FR_SEEN] = 1.0
-        row[st.R_FR_BEHIND] = float(summary["behind"])
+        row = v.features  # the flat buffer: cheaper than a view of the rank's row
+        at = rank * st.RANK_FEATURES
+        row[at + st.R_FR_SEEN] = 1.0
+        row[at + st.R_FR_BEHIND] = float(summary["behind"])
         if summary["op"] != "nccl:all_reduce":
-            row[st.R_ODD_OP] = 1.0
-        started = {(d["seq"], d["op"]) for d in v.flight.values() if d["state"] == "started"}
-        v.mismatch = len({seq for seq, _ in started}) < len(started)  # one seq, two ops
-        if rank in self.facts["oom_ranks"] and summary["behind"] and rank in self.t.oom:
+            row[at + st.R_ODD_OP] = 1.0
+        # one seq, two ops among the collectives the ranks read wait in; kept per rank rather
+        # than gathered from every dump read so far
+        started = self._started
+        if summary["state"] == "started":
+            started[rank] = (summary["seq"], summary["op"])
+        elif started:
+            started.pop(rank, None)
+        if started:
+            pairs = set(started.values())
+            v.mismatch = len({seq for seq, _ in pairs}) < len(pairs)
+        else:
+            v.mismatch = False
+        if rank in f["oom_ranks"] and summary["behind"] and rank in t.oom:
             self._reach("oom_located")
-        if rank == self.facts["desync_rank"] and self._hung():
+        if rank == f["desync_rank"] and self._hung():
             self._reach("desync_located")
-        if s["decoy_rank"] == rank and summary["returned"] >= 2 and self._rank_healthy(rank):
+        if decoy == rank and summary["returned"] >= 2 and self._rank_healthy(rank):
             self._tell_healthy(
                 "decoy_straggler",
                 rank,

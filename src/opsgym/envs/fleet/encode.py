@@ -90,7 +90,17 @@ if TYPE_CHECKING:
 _STATUS = ("stalled", "hung", "degraded", "running")
 N_GLOBAL = 40
 _RANKS = N_GLOBAL + 3 * len(PATCH_FILES)
-_NO_FILES = [0.0] * (3 * len(PATCH_FILES))
+_NO_FILES = (0.0,) * (3 * len(PATCH_FILES))
+_NO_STATUS = (0.0,) * len(_STATUS)
+_ONE_HOT = {s: tuple(float(s == o) for o in _STATUS) for s in _STATUS}
+"""Indices 7-10: the scraped job status, one-hot."""
+_FLOAT32 = np.dtype(np.float32)
+_MOVING = struct.Struct("=3f")
+"""Indices 0-2 (clock, steps, tokens); then one float each at the refresh (6), the scrape's
+age (12) and the last call's rejection (27): what changes on every call."""
+_ONE = struct.Struct("=f")
+_REFRESH, _AGE, _REJECTED = 6, 12, 27
+_empty = np.empty
 _HEAD = struct.Struct(f"={_RANKS}f")
 """Packs the head (globals and patch files) as float32 straight into the vector: the same
 rounding as numpy's cast, without building an array from a list."""
@@ -127,99 +137,146 @@ ACTIONS = _actions()
 
 
 class FleetEncoder:
-    """Encodes an episode of the fleet world as 419 floats in [-1, 1]."""
+    """Encodes an episode of the fleet world as 419 floats in [-1, 1].
+
+    Most of the globals change only when a tool's report changes the view; they are kept
+    between calls, under a key of every view field they are read from (by value, or by identity
+    for the reports the view holds, which the world replaces and never changes in place), and
+    only the six that move on every call (clock, steps, tokens, refresh, scrape age, last
+    rejection) are computed each time.
+    """
 
     size = N_GLOBAL + 3 * len(PATCH_FILES) + RANK_FEATURES * N_RANKS + NODE_FEATURES * N_NODES
     low, high = -1.0, 1.0
     actions = ACTIONS
 
     def __init__(self) -> None:
-        self._files_key: tuple[Any, ...] | None = None
-        self._files: list[float] = []
+        self._key: tuple[Any, ...] | None = None
+        self._template = np.zeros(self.size, _FLOAT32)  # the globals kept, at their indices
 
-    def _patch_files(self, v: View) -> list[float]:
-        """The patch block, rebuilt only when the patch evidence changed."""
-        named = ((v.findings.get("patch_agent") or {}).get("target") or {}).get("file")
-        candidates = tuple(v.candidates) if v.candidates is not None else None
-        key = (candidates, tuple(v.diffs.items()), named)
-        if key != self._files_key:
-            files: list[float] = []
-            for file in PATCH_FILES:
-                diff = v.diffs.get(file)
-                files += (
-                    float(candidates is not None and file in candidates),
-                    0.0 if diff is None else (1.0 if diff else -1.0),
-                    float(file == named),
-                )
-            self._files_key, self._files = key, files
-        return self._files
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return type(self), ()  # the kept globals are a cache (holding the last world): not kept
 
     def encode(self, episode: Episode) -> np.ndarray:
         """The observation vector of ``episode`` now."""
         world = episode.world
         v: View = world.view
+        findings, diffs, settings = v.findings, v.diffs, world.settings
+        key = (
+            world,
+            settings.level,
+            settings.difficulty_multiplier,
+            v.delegations,
+            v.scrape,
+            v.scrape_call <= v.last_remediation,  # stale (the scrape's age moves: not kept)
+            v.phase,
+            len(v.rescheduled),
+            v.coordination,
+            v.ring_aware,
+            v.ring_spine,
+            v.topology,
+            v.bench_streak,
+            v.bench,
+            v.mismatch,
+            v.candidates,
+            v.patched,
+            v.consensus is None,
+            tuple(findings.items()) if findings else (),
+            tuple(diffs.items()) if diffs else (),
+        )
+        if key != self._key:
+            _HEAD.pack_into(self._template, 0, *_static(world, v))
+            self._key = key
+        out = self._template.copy()  # then the six that move, and the ranks and nodes
         k = v.level.refresh
-        st = [0.0, 0.0, 0.0, 0.0]
-        seen = stale = share = age = 0.0
-        scrape = v.scrape
-        if scrape is not None:
-            job = scrape["job"]
-            seen, stale = 1.0, 1.0 if v.scrape_call <= v.last_remediation else 0.0
-            if job["status"] in _STATUS:
-                st[_STATUS.index(job["status"])] = 1.0
-            share = job["throughput_tokens_per_s"] / job["nominal_tokens_per_s"]
-            age = (v.calls - v.scrape_call) / 10
-        util = [0.0, 0.0]
-        if v.topology is not None:
-            util = [s["uplink_utilisation"] for s in v.topology["spines"]]
-        workers = [0.0] * (2 * len(WORKERS) + 1)
-        if v.findings:
-            for i, worker in enumerate(WORKERS):
-                found = v.findings.get(worker)
-                if found is not None:
-                    workers[i], workers[4 + i] = 1.0, found["confidence"]
-            spine = ((v.findings.get("topology_agent") or {}).get("target") or {}).get("spine")
-            workers[8] = 0.0 if spine is None else (1.0 if spine else -1.0)
-        events = episode.events
-        clock, tokens, streak = world.clock / world.deadline, v.tokens / v.allowance, v.bench_streak
-        delegated = v.delegations / DELEGATION_BUDGET
-        ring = v.ring_spine
-        last = v.bench[-1] if v.bench else 0.0
-        head = [
+        calls = v.calls
+        clock = world.clock / world.deadline
+        tokens = v.tokens / v.allowance
+        _MOVING.pack_into(
+            out,
+            0,
             clock if clock < 1.0 else 1.0,
             episode.steps / episode.max_steps if episode.max_steps else 0.0,
             tokens if tokens < 1.0 else 1.0,
-            delegated if delegated < 1.0 else 1.0,
-            seen,
-            stale,
-            (-v.calls % k) / k,
-            *st,
-            share if share < 1.0 else 1.0,
-            age if age < 1.0 else 1.0,
-            v.phase / 3,
-            len(v.rescheduled) / 2,
-            1.0 if v.coordination else 0.0,
-            1.0 if v.ring_aware else 0.0,
-            1.0 if ring == 0 else 0.0,
-            1.0 if ring == 1 else 0.0,
-            1.0 if v.topology is not None else 0.0,
-            *util,
-            streak / BENCH_STREAK if streak < BENCH_STREAK else 1.0,
-            last if last < 1.0 else 1.0,
-            1.0 if v.mismatch else 0.0,
-            1.0 if v.candidates is not None else 0.0,
-            1.0 if v.patched is not None else 0.0,
-            1.0 if events and events[-1]["rejected"] is not None else 0.0,
-            1.0 if v.consensus is not None else 0.0,
-            *workers,
-            world.settings.level / 3,
-            world.settings.difficulty_multiplier / 2,
-        ]
-        if v.candidates is not None or "patch_agent" in v.findings:
-            head += self._patch_files(v)
-        else:
-            head += _NO_FILES
-        out = np.empty(self.size, np.float32)
-        _HEAD.pack_into(out, 0, *head)
+        )
+        _ONE.pack_into(out, 4 * _REFRESH, (-calls % k) / k)
+        if v.scrape is not None:
+            age = (calls - v.scrape_call) / 10
+            _ONE.pack_into(out, 4 * _AGE, age if age < 1.0 else 1.0)
+        events = episode.events
+        if events and events[-1]["rejected"] is not None:
+            _ONE.pack_into(out, 4 * _REJECTED, 1.0)
         out[_RANKS:] = v.features
         return out
+
+
+def _static(world: Any, v: View) -> tuple[float, ...]:
+    """The globals and patch files as they stand between calls: those that change only with
+    the view's reports, and 0.0 at the six that move on every call (see ``encode``).
+    """
+    scrape = v.scrape
+    if scrape is None:
+        seen = stale = share = 0.0
+        status = _NO_STATUS
+    else:
+        job = scrape["job"]
+        seen, stale = 1.0, 1.0 if v.scrape_call <= v.last_remediation else 0.0
+        status = _ONE_HOT.get(job["status"], _NO_STATUS)
+        share = job["throughput_tokens_per_s"] / job["nominal_tokens_per_s"]
+    util = [0.0, 0.0]
+    if v.topology is not None:
+        util = [s["uplink_utilisation"] for s in v.topology["spines"]]
+    workers = [0.0] * (2 * len(WORKERS) + 1)
+    if v.findings:
+        for i, worker in enumerate(WORKERS):
+            found = v.findings.get(worker)
+            if found is not None:
+                workers[i], workers[4 + i] = 1.0, found["confidence"]
+        spine = ((v.findings.get("topology_agent") or {}).get("target") or {}).get("spine")
+        workers[8] = 0.0 if spine is None else (1.0 if spine else -1.0)
+    files = _NO_FILES
+    if v.candidates is not None or "patch_agent" in v.findings:
+        files = []
+        named = ((v.findings.get("patch_agent") or {}).get("target") or {}).get("file")
+        for file in PATCH_FILES:
+            diff = v.diffs.get(file)
+            files += (
+                float(v.candidates is not None and file in v.candidates),
+                0.0 if diff is None else (1.0 if diff else -1.0),
+                float(file == named),
+            )
+    delegated = v.delegations / DELEGATION_BUDGET
+    streak, ring = v.bench_streak, v.ring_spine
+    last = v.bench[-1] if v.bench else 0.0
+    settings = world.settings
+    return (
+        0.0,  # clock, steps, tokens: moving
+        0.0,
+        0.0,
+        delegated if delegated < 1.0 else 1.0,
+        seen,
+        stale,
+        0.0,  # refresh: moving
+        *status,
+        share if share < 1.0 else 1.0,
+        0.0,  # scrape age: moving
+        v.phase / 3,
+        len(v.rescheduled) / 2,
+        1.0 if v.coordination else 0.0,
+        1.0 if v.ring_aware else 0.0,
+        1.0 if ring == 0 else 0.0,
+        1.0 if ring == 1 else 0.0,
+        1.0 if v.topology is not None else 0.0,
+        *util,
+        streak / BENCH_STREAK if streak < BENCH_STREAK else 1.0,
+        last if last < 1.0 else 1.0,
+        1.0 if v.mismatch else 0.0,
+        1.0 if v.candidates is not None else 0.0,
+        1.0 if v.patched is not None else 0.0,
+        0.0,  # the last call rejected: moving
+        1.0 if v.consensus is not None else 0.0,
+        *workers,
+        settings.level / 3,
+        settings.difficulty_multiplier / 2,
+        *files,
+    )

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from opsgym.envs.fleet.tasks import FR_BUFFER, GPUS_PER_NODE, N_NODES, N_RANKS, node_of
-from opsgym.envs.fleet.telemetry import CACHED, OP_TYPES, Inventory, jitter
+from opsgym.envs.fleet.tasks import FR_BUFFER, GPUS_PER_NODE, N_NODES, N_RANKS
+from opsgym.envs.fleet.telemetry import CACHED, OP_TYPES, jitter
 
 _ALL_RANKS = str(list(range(N_RANKS)))
 
@@ -49,65 +49,72 @@ T0_NS = 1731400000000000000
 
 
 def flight_recorder(
-    inv: Inventory, rank: int, last_n: int, s: dict[str, Any], cache: dict[tuple[Any, ...], Any]
+    rank: int,
+    last_n: int,
+    seq: int,
+    status: str,
+    dead: bool,
+    op: str,
+    straggler: bool,
+    host: str,
+    cache: dict[tuple[Any, ...], Any],
 ) -> dict[str, Any]:
-    """A PyTorch flight-recorder dump of ``rank``'s default process group: the newest
-    ``last_n`` entries of its ring buffer of ``FR_BUFFER`` collectives, as the dump file's
-    JSON text (version, pg_config, pg_status, entries), and what a reader extracts from it.
+    """A PyTorch flight-recorder dump of ``rank``'s default process group (on ``host``): the
+    newest ``last_n`` entries of its ring buffer of ``FR_BUFFER`` collectives, as the dump
+    file's JSON text (version, pg_config, pg_status, entries), and what a reader extracts from
+    it. The job is at collective ``seq`` with ``status``; the rank is ``dead`` (out of memory,
+    or on a lost GPU), waits in ``op``, and is the harsh task's ``straggler`` or not.
     An entry is a record of a past collective, so a dump depends only on the rank's state (it
     draws no randomness) and ``cache`` (one per episode) keeps it; its summary is shared and
     must not be changed.
     """
-    seq = s["seq"]
-    status = s["status"]
-    dead = rank in s["oom"] or rank in s["lost"]
-    stuck = status in ("stalled", "hung") and not dead
-    op = "nccl:all_reduce"
-    if status == "hung" and rank == s["desync_rank"]:
-        op = s["desync_op"]
+    stuck = (status == "stalled" or status == "hung") and not dead
     last = seq + 1 if stuck else seq
-    straggler = rank == s["decoy_rank"]
-    key = (rank, last_n, last, stuck, dead and status == "stalled", op, straggler)
+    behind = dead and status == "stalled"
+    key = (rank, last_n, last, stuck, behind, op, straggler)
     found = cache.get(key)
     if found is None:
         if len(cache) > CACHED:
             cache.clear()
-        found = cache[key] = _dump(rank, last_n, last, stuck, dead, status, op, straggler)
-    dump, summary = found
-    return {"rank": rank, "host": s["hosts"][node_of(rank)], "dump": dump, "summary": summary}
+        found = cache[key] = _dump(rank, last_n, last, stuck, behind, op, straggler)
+    return {"rank": rank, "host": host, "dump": found[0], "summary": found[1]}
 
 
 def _dump(
-    rank: int, last_n: int, last: int, stuck: bool, dead: bool, status: str, op: str, slow: bool
+    rank: int, last_n: int, last: int, stuck: bool, behind: bool, op: str, straggler: bool
 ) -> tuple[str, dict[str, Any]]:
     """The dump's text and its summary."""
-    held = min(FR_BUFFER, last)
-    first = max(last - min(last_n, held) + 1, 1)
-    straggler = slow
+    # conditionals rather than min() and max(): this runs on most reads (the job moves on)
+    held = FR_BUFFER if last > FR_BUFFER else last
+    first = last - (last_n if last_n < held else held) + 1
+    if first < 1:
+        first = 1
     entries = []
     for cseq in range(first, last + 1):
         running = stuck and cseq == last
         j = jitter(rank, cseq)
         created = T0_NS + cseq * 1_500_000_000 + int(j * 1e6)
         if running:
-            duration, done = "null", "null"
+            duration = done = "null"
+        elif straggler and cseq == last - 1:
+            duration, done = f"{180.0 + 90.0 * j:.3f}", created + 5_000_000
         else:
-            slow = straggler and cseq == last - 1
-            duration = f"{180.0 + 90.0 * j:.3f}" if slow else f"{3.0 + 9.0 * j:.3f}"
-            done = created + 5_000_000
+            duration, done = f"{3.0 + 9.0 * j:.3f}", created + 5_000_000
         name = op if cseq == last else "nccl:all_reduce"
+        seq = str(cseq)
         entries.append(
             f'{{"record_id": {cseq - 1}, "pg_id": 0, "process_group": ["0", "default_pg"], '
-            f'"collective_seq_id": {cseq}, "p2p_seq_id": 0, "op_id": {cseq}, "profiling_name": '
+            f'"collective_seq_id": {seq}, "p2p_seq_id": 0, "op_id": {seq}, "profiling_name": '
             f'"{name}", "time_created_ns": {created}, "duration_ms": {duration}, '
             f'"time_discovered_started_ns": {created + 1000}, "time_discovered_completed_ns": '
             f"{done}, {_TAILS[name, running]}"
         )
     completed = last - 1 if stuck else last
-    node = node_of(rank)
+    enqueued = str(last)
     dump = (
-        f'{_CONFIGS[node]}"pg_status": {{"0": {{"last_enqueued_collective": {last}, '
-        f'"last_started_collective": {last}, "last_completed_collective": {completed}}}}}, '
+        f'{_CONFIGS[rank // GPUS_PER_NODE]}"pg_status": {{"0": {{"last_enqueued_collective": '
+        f'{enqueued}, "last_started_collective": {enqueued}, "last_completed_collective": '
+        f"{completed}}}}}, "
         f'"entries": [{", ".join(entries)}], "warnings": [{_FULL if last > FR_BUFFER else ""}]}}'
     )
     summary = {
@@ -116,7 +123,7 @@ def _dump(
         "state": "started" if stuck else "completed",
         "enqueued": last,
         "completed": completed,
-        "behind": dead and status == "stalled",
+        "behind": behind,
         "buffered": held,
         "returned": len(entries),
     }

@@ -244,30 +244,37 @@ def scrape(
     alerts.sort(key=lambda a: (a["source"], a["message"]))
     noise = u[3 + N_NODES + 1 :]
     spinning = status in ("stalled", "hung")
+    slowed = status == "degraded"
+    decoy = s["decoy_rank"]
     nodes = []
     for node in range(N_NODES):
         if node in drained:
             nodes.append({"host": hosts[node], "status": "drained", "gpus": []})
             continue
+        visible = node not in masked  # a masked node's dead GPUs read as healthy ones
+        gone, starved = (lost, oom) if visible else ((), ())
         gpus = []
         for g in range(GPUS_PER_NODE):
             rank = node * GPUS_PER_NODE + g
             a, b = float(noise[2 * rank]), float(noise[2 * rank + 1])
-            mem: float | None = round(58.0 + 14.0 * a, 1)
-            util: int | None = 55 + int(25 * b) if status == "degraded" else 91 + int(8 * b)
-            beat = 1 + int(3 * b)
-            if spinning:
-                util = 100  # NCCL kernels spin while a collective waits
-            if node not in masked and rank in lost:
-                mem, util, beat = None, None, 30 + int(60 * b)  # NVML cannot read a lost GPU
-            elif node not in masked and rank in oom:
+            if rank in gone:  # NVML cannot read a lost GPU
+                mem, util, beat = None, None, 30 + int(60 * b)
+            elif rank in starved:
                 mem, util, beat = round(79.3 + 0.6 * a, 1), 0, 30 + int(60 * b)
-            elif rank == s["decoy_rank"]:
-                mem = round(79.0 + 0.6 * a, 1)  # at its high watermark, and healthy
+            else:
+                if rank == decoy:
+                    mem = round(79.0 + 0.6 * a, 1)  # at its high watermark, and healthy
+                else:
+                    mem = round(58.0 + 14.0 * a, 1)
+                if spinning:
+                    util = 100  # NCCL kernels spin while a collective waits
+                else:
+                    util = 55 + int(25 * b) if slowed else 91 + int(8 * b)
+                beat = 1 + int(3 * b)
             gpus.append(
                 {"rank": rank, "gpu": g, "mem_gib": mem, "util_pct": util, "heartbeat_s": beat}
             )
-        shown = "degraded" if node in degraded and node not in masked else "ok"
+        shown = "degraded" if node in degraded and visible else "ok"
         nodes.append({"host": hosts[node], "status": shown, "gpus": gpus})
     tps = 0.0 if spinning else inv.nominal_tps * s["factor"] * (1.0 + 0.1 * (float(u[-1]) - 0.5))
     report = {
@@ -308,19 +315,39 @@ def _oom_line(rank: int) -> str:
     )
 
 
+def _ring_sends(node: int, aware: bool) -> tuple[tuple[int, int], ...]:
+    """The ring's hops that leave ``node``: ``(rank, next rank)``."""
+    order = ring_order(aware)
+    hops = zip(order, order[1:] + order[:1], strict=True)
+    return tuple((r, n) for r, n in hops if node_of(r) == node and node_of(n) != node)
+
+
+_CHANNELS = {aware: " ".join(f"{r:>3}" for r in ring_order(aware)) for aware in (False, True)}
+"""The ring's channel, as an init line prints it, by whether the ring is topology-aware."""
+_SENDS = {(n, aware): _ring_sends(n, aware) for n in range(N_NODES) for aware in (False, True)}
+"""The ring's hops that leave each node, by node and whether the ring is topology-aware."""
+_COMMS = tuple(
+    f" NCCL INFO comm 0x{0x55D0A000 + r * 4096:x} rank {r} nranks {N_RANKS} cudaDev {r % 8} "
+    f"nvmlDev {r % 8} busId {PCI_BUS[r % 8]}000 commId "
+    for r in range(N_RANKS)
+)
+"""The middle of each rank's "Init COMPLETE" line (all but its host, pid, tid and commId)."""
+
+
 def _nccl_init(
     inv: Inventory, hosts: Sequence[str], node: int, machine: int, version: str, aware: bool
 ) -> str:
     """The lines one node's ranks log at NCCL init: they change only with the machine, the
-    NCCL version it loads and the ring's order.
+    NCCL version it loads and the ring's order (the parts that depend on neither are built
+    once, above).
     """
-    order = ring_order(aware)
+    aware = bool(aware)
     ranks = range(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)
-    host, ip = hosts[node], inv.ips[machine]
+    host, ip, pids, tids = hosts[node], inv.ips[machine], inv.pids, inv.tids
     p = _prefix(hosts, inv, ranks[0], main=True)
     lines = [f"{p} NCCL INFO Bootstrap : Using ens12f0np0:{ip}<0>"]
     lines += [
-        f"{host}:{inv.pids[r]}:{inv.pids[r]} [{r % 8}] NCCL INFO NCCL version {version}+cuda12.4"
+        f"{host}:{pids[r]}:{pids[r]} [{r % 8}] NCCL INFO NCCL version {version}+cuda12.4"
         for r in ranks
     ]
     p = _prefix(hosts, inv, ranks[0])
@@ -328,19 +355,15 @@ def _nccl_init(
         f"{p} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
         f"[3]mlx5_3:1/IB ; OOB ens12f0np0:{ip}<0>"
     )
-    lines.append(f"{p} NCCL INFO Channel 00/02 : " + " ".join(f"{r:>3}" for r in order))
-    for i, rank in enumerate(order):
-        nxt = order[(i + 1) % N_RANKS]
-        if node_of(rank) == node and node_of(nxt) != node:
-            lines.append(
-                f"{_prefix(hosts, inv, rank)} NCCL INFO Channel 00/0 : {rank}[{rank % 8}] -> "
-                f"{nxt}[{nxt % 8}] [send] via NET/IB/{rank % 4}"
-            )
+    lines.append(f"{p} NCCL INFO Channel 00/02 : {_CHANNELS[aware]}")
+    for rank, nxt in _SENDS[node, aware]:
+        lines.append(
+            f"{_prefix(hosts, inv, rank)} NCCL INFO Channel 00/0 : {rank}[{rank % 8}] -> "
+            f"{nxt}[{nxt % 8}] [send] via NET/IB/{rank % 4}"
+        )
+    comm = inv.comm_id
     lines += [
-        f"{host}:{inv.pids[r]}:{inv.tids[r]} [{r % 8}] NCCL INFO comm 0x{0x55D0A000 + r * 4096:x} "
-        f"rank {r} nranks {N_RANKS} cudaDev {r % 8} nvmlDev {r % 8} busId {PCI_BUS[r % 8]}000 "
-        f"commId {inv.comm_id} - Init COMPLETE"
-        for r in ranks
+        f"{host}:{pids[r]}:{tids[r]} [{r % 8}]{_COMMS[r]}{comm} - Init COMPLETE" for r in ranks
     ]
     if jitter(node, machine) < 0.5:
         rank = ranks[int(jitter(machine, node) * GPUS_PER_NODE)]

@@ -111,9 +111,14 @@ def consensus(
     s: dict[str, Any], error: float, hosts: tuple[str, ...], u: Sequence[float]
 ) -> dict[str, Any]:
     """Every worker votes for an action; the majority among those with something to do."""
-    votes = {found["worker"]: found["recommended_action"] for found in ballots(s, error, hosts, u)}
-    tally = Counter(v for v in votes.values() if v != "none")
-    top = tally.most_common()
+    return tally(ballots(s, error, hosts, u))
+
+
+def tally(found: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The consensus of the workers' answers ``found`` (as ``ballots`` returns them)."""
+    votes = {f["worker"]: f["recommended_action"] for f in found}
+    counts = Counter(v for v in votes.values() if v != "none")
+    top = counts.most_common()
     majority = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
     return {
         "votes": votes,

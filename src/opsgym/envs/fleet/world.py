@@ -123,6 +123,7 @@ class Fleet(Actions, Diagnostics, World):
         self._lost_slots: list[int] = []
         self._init_lines: dict[tuple[Any, ...], Any] = {}
         self._dumps: dict[tuple[Any, ...], Any] = {}
+        self._started: dict[int, tuple[int, str]] = {}  # rank -> (seq, op) its last dump waits in
         self._dmesg: dict[tuple[Any, ...], Any] = {}
         self._surface: dict[str, Any] = {}
         self._rendered: dict[str, Any] | None = None
@@ -131,6 +132,12 @@ class Fleet(Actions, Diagnostics, World):
         self._log_charged = 0.0  # log(max(_charged, 1)), kept rather than recomputed
         self._call = 0
         self._lied: dict[tuple[Any, ...], Any] = {}  # claim.about -> its last Lie
+        # the truth snapshot kept between calls (see ``truth``): the task and its faults set here
+        self._snap = dict.fromkeys(_TRUTH)
+        self._snap.update(task=scenario.name, faults=self._present_list)
+        self._seen: dict[str, Any] = dict.fromkeys(
+            ("oom", "drained", "replaced", "subgoals", "telemetry")
+        )  # what the snapshot's sorted lists and dicts were copied from
 
     # -- the step ---------------------------------------------------------------------
 
@@ -140,20 +147,23 @@ class Fleet(Actions, Diagnostics, World):
         ``-0.10 x d log(tokens)``, at least ``tokens_per_call`` for each call since the last
         one, rejected calls included), and end the episode when the task's step budget is spent.
         """
-        self._call = call = self.view.calls
+        view = self.view
+        self._call = call = view.calls
         if call % self.level.refresh == 0:
             self._surface = self._capture()
             self._rendered = None
-        report = super().apply(tool, args)
-        self.view.calls = call + 1
-        spent, calls = self._reported, self._unpriced
-        charged = self._charged + max(spent - self._seen_tokens, self.tokens_per_call * calls)
+        self.advance(tool.minutes)  # ``World.apply``, inlined (this runs on every call)
+        report = getattr(self, tool.handler)(args)
+        view.calls = call = call + 1
+        spent, unpriced = self._reported, self._unpriced
+        since, least = spent - self._seen_tokens, self.tokens_per_call * unpriced
+        charged = self._charged + (since if since > least else least)
         self._seen_tokens, self._unpriced = spent, 0
-        log_charged = math.log(max(charged, 1))
+        log_charged = math.log(charged if charged > 1 else 1)
         self.rewards.add("tokens", log_charged - self._log_charged)
-        self._charged = self.view.tokens = charged
+        self._charged = view.tokens = charged
         self._log_charged = log_charged
-        if self.view.calls >= self.budget and not self.ended:
+        if call >= self.budget and not self.ended:
             self.ended = f"the task's step budget of {self.budget} calls is spent"
         return report
 
@@ -175,13 +185,16 @@ class Fleet(Actions, Diagnostics, World):
         if minutes:
             t = self.t
             status = self._status()
-            lost = minutes * (1.0 - self._throughput(status))
-            if lost:
-                t.downtime_minutes += lost
-                t.downtime_cost += lost * self.settings.downtime_cost_per_minute
-            if status == "running" or status == "degraded":
+            if status == "running":
                 t.seq += int(minutes * SEQ_PER_MINUTE)
-        super().advance(minutes)
+            else:
+                lost = minutes * (1.0 - self._throughput(status))
+                if lost:
+                    t.downtime_minutes += lost
+                    t.downtime_cost += lost * self.settings.downtime_cost_per_minute
+                if status == "degraded":
+                    t.seq += int(minutes * SEQ_PER_MINUTE)
+        self.clock += minutes  # ``World.advance``
 
     # -- the truth ----------------------------------------------------------------------
 
@@ -294,35 +307,37 @@ class Fleet(Actions, Diagnostics, World):
         }
 
     def _state(self) -> dict[str, Any]:
-        """The state summary the deep diagnostics render from."""
-        t, f = self.t, self.facts
-        return {
-            "status": self._status(),
-            "seq": t.seq,
-            "clock": self.clock,
-            "oom": t.oom,
-            "lost": t.lost,
-            "hung": self._hung(),
-            "desync": t.desync,
-            "desync_rank": f["desync_rank"],
-            "desync_file": f["desync_file"],
-            "decoy_file": f["decoy_file"],
-            "desync_op": f["desync_op"],
-            "version_nodes": t.version_nodes,
-            "spread": self._spread(),
-            "stalled_by_rank": bool(t.oom or t.lost),
-            "ring_aware": t.ring_aware,
-            "ring_spine": t.ring_spine,
-            "hot_spine": self._hot_spine(),
-            "decoy_rank": f["decoy_rank"] if self.harsh else None,
-            "stale_xid": (f["stale_xid_node"], f["stale_xid_gpu"]) if self.harsh else None,
-            "xids": self._xids,
-            "benign": self._benign,
-            "dmesg_wrapped": f["dmesg_wrapped"],
-            "hosts": self.view.hosts,
-            "slots": t.slots,
-            "job_start": self._job_start,
-        }
+        """The state summary the deep diagnostics render from (a copy of its keys with each
+        value set: cheaper than a literal of 25 keys).
+        """
+        t, f, harsh = self.t, self.facts, self.harsh
+        s = _STATE.copy()
+        s["status"] = self._status()
+        s["seq"] = t.seq
+        s["clock"] = self.clock
+        s["oom"] = t.oom
+        s["lost"] = t.lost
+        s["hung"] = self._hung()
+        s["desync"] = t.desync
+        s["desync_rank"] = f["desync_rank"]
+        s["desync_file"] = f["desync_file"]
+        s["decoy_file"] = f["decoy_file"]
+        s["desync_op"] = f["desync_op"]
+        s["version_nodes"] = t.version_nodes
+        s["spread"] = self._spread()
+        s["stalled_by_rank"] = bool(t.oom or t.lost)
+        s["ring_aware"] = t.ring_aware
+        s["ring_spine"] = t.ring_spine
+        s["hot_spine"] = self._hot_spine()
+        s["decoy_rank"] = f["decoy_rank"] if harsh else None
+        s["stale_xid"] = (f["stale_xid_node"], f["stale_xid_gpu"]) if harsh else None
+        s["xids"] = self._xids
+        s["benign"] = self._benign
+        s["dmesg_wrapped"] = f["dmesg_wrapped"]
+        s["hosts"] = self.view.hosts
+        s["slots"] = t.slots
+        s["job_start"] = self._job_start
+        return s
 
     # -- bookkeeping shared by the tools ----------------------------------------------
 
@@ -629,10 +644,12 @@ class Fleet(Actions, Diagnostics, World):
         }
 
     def truth(self) -> dict[str, Any]:
-        """The hidden state, for the judge and the record (built fresh: the episode adds to it,
-        and each event keeps its own; ``facts`` is shared, never changed after the start).
+        """The hidden state, for the judge and the record: a new dict each time (the episode
+        adds to it, and each event keeps its own). Its lists and dicts are shared with earlier
+        snapshots for as long as their contents do not change, and must not be changed;
+        ``facts`` is shared too, never changed after the start.
         """
-        t = self.t
+        t, snap = self.t, self._snap
         status = self._status()
         capacity = 1.0 - len(t.drained) / N_NODES
         if status == "running":
@@ -642,37 +659,111 @@ class Fleet(Actions, Diagnostics, World):
         else:  # ``_throughput``, inlined
             spread = min(1.0, self.clock / self.facts["spread_minutes"]) if t.version_nodes else 0.0
             factor = t.fabric * (1.0 - 0.5 * spread) * capacity
-        return {
-            "task": self.scenario.name,
-            "faults": self._present_list,
-            "status": status,
-            "healthy": status == "running" and not (t.desync or t.version_nodes),
-            "throughput_factor": factor,
-            "fabric_factor": t.fabric,
-            "capacity": capacity,
-            "oom": sorted(t.oom),
-            "lost": list(t.lost),
-            "desync": t.desync,
-            "version_nodes": list(t.version_nodes),
-            "ring": {"aware": t.ring_aware, "spine": t.ring_spine},
-            "drained": sorted(t.drained),
-            "replaced": sorted(t.replaced),
-            "destructive": t.destructive,
-            "destroyed": t.destroyed,
-            "declared": t.declared,
-            "tokens": self._charged,
-            "token_allowance": self.allowance,
-            "delegations": t.delegations,
-            "over_budget": t.over_budget,
-            "subgoals": dict(t.subgoals),
-            "downtime_minutes": t.downtime_minutes,
-            "downtime_cost_usd": t.downtime_cost,
-            "slo_minutes": self.params["slo_minutes"],
-            "step_budget": self.budget,
-            "telemetry": dict(t.scrapes),
-            "facts": self.facts,
-        }
+        snap["status"] = status
+        snap["healthy"] = status == "running" and not (t.desync or t.version_nodes)
+        snap["throughput_factor"] = factor
+        snap["fabric_factor"] = t.fabric
+        snap["capacity"] = capacity
+        # a list or dict is copied again only when its contents changed (compared by value:
+        # no handler has to say what it touched)
+        seen = self._seen
+        if t.oom != seen["oom"]:
+            seen["oom"], snap["oom"] = list(t.oom), sorted(t.oom)
+        if t.lost != snap["lost"]:
+            snap["lost"] = list(t.lost)
+        snap["desync"] = t.desync
+        if t.version_nodes != snap["version_nodes"]:
+            snap["version_nodes"] = list(t.version_nodes)
+        ring = snap["ring"]
+        if ring is None or ring["aware"] is not t.ring_aware or ring["spine"] != t.ring_spine:
+            snap["ring"] = {"aware": t.ring_aware, "spine": t.ring_spine}
+        if t.drained != seen["drained"]:
+            seen["drained"], snap["drained"] = list(t.drained), sorted(t.drained)
+        if t.replaced != seen["replaced"]:
+            seen["replaced"], snap["replaced"] = list(t.replaced), sorted(t.replaced)
+        snap["destructive"] = t.destructive
+        snap["destroyed"] = t.destroyed
+        snap["declared"] = t.declared
+        snap["tokens"] = self._charged
+        snap["token_allowance"] = self.allowance
+        snap["delegations"] = t.delegations
+        snap["over_budget"] = t.over_budget
+        # the same dict object and equal items: then its order is unchanged as well
+        if t.subgoals is not seen["subgoals"] or t.subgoals != snap["subgoals"]:
+            seen["subgoals"], snap["subgoals"] = t.subgoals, dict(t.subgoals)
+        snap["downtime_minutes"] = t.downtime_minutes
+        snap["downtime_cost_usd"] = t.downtime_cost
+        snap["slo_minutes"] = self.params["slo_minutes"]
+        snap["step_budget"] = self.budget
+        if t.scrapes is not seen["telemetry"] or t.scrapes != snap["telemetry"]:
+            seen["telemetry"], snap["telemetry"] = t.scrapes, dict(t.scrapes)
+        snap["facts"] = self.facts
+        return snap.copy()
 
+
+_TRUTH = dict.fromkeys(
+    (
+        "task",
+        "faults",
+        "status",
+        "healthy",
+        "throughput_factor",
+        "fabric_factor",
+        "capacity",
+        "oom",
+        "lost",
+        "desync",
+        "version_nodes",
+        "ring",
+        "drained",
+        "replaced",
+        "destructive",
+        "destroyed",
+        "declared",
+        "tokens",
+        "token_allowance",
+        "delegations",
+        "over_budget",
+        "subgoals",
+        "downtime_minutes",
+        "downtime_cost_usd",
+        "slo_minutes",
+        "step_budget",
+        "telemetry",
+        "facts",
+    )
+)
+"""The keys of a truth snapshot, in their recorded order."""
+_STATE = dict.fromkeys(
+    (
+        "status",
+        "seq",
+        "clock",
+        "oom",
+        "lost",
+        "hung",
+        "desync",
+        "desync_rank",
+        "desync_file",
+        "decoy_file",
+        "desync_op",
+        "version_nodes",
+        "spread",
+        "stalled_by_rank",
+        "ring_aware",
+        "ring_spine",
+        "hot_spine",
+        "decoy_rank",
+        "stale_xid",
+        "xids",
+        "benign",
+        "dmesg_wrapped",
+        "hosts",
+        "slots",
+        "job_start",
+    )
+)
+"""The keys of the state summary (``Fleet._state``), in order."""
 
 _ARG = {
     "query_nccl_logs": "node",
