@@ -140,6 +140,31 @@ def test_reports_and_observations_are_the_callers_own_copies(env):
     assert json.dumps(ep.record(), sort_keys=True) == json.dumps(twin.record(), sort_keys=True)
 
 
+@pytest.mark.parametrize("env", ENVS)
+def test_a_record_and_a_sealed_draft_are_the_same_and_share_nothing(env):
+    """``seal`` of a draft read back from JSON (what the server's writer process does) is the
+    record; changing a record, even the truth snapshots its events share in the world's
+    bookkeeping, changes neither the next record nor the episode."""
+    import orjson
+
+    from opsgym.core.episode import seal
+
+    ep = opsgym.run(env, "mixed", 7, "random")
+    first = ep.record()
+    assert seal(orjson.loads(orjson.dumps(ep.draft()))) == first
+    assert all("hash" not in e for e in ep.events)  # sealing a copy leaves the episode alone
+    for event in first["events"]:
+        for value in event["truth"].values():
+            if isinstance(value, list):
+                value.append("vandal")
+            elif isinstance(value, dict):
+                value["vandal"] = True
+    again = ep.record()
+    assert opsgym.replay(again).match
+    assert again == seal(orjson.loads(orjson.dumps(ep.draft())))
+    assert "vandal" not in json.dumps(again)
+
+
 def test_the_record_says_where_its_token_counts_came_from():
     played = opsgym.run("fleet", None, 0, "oracle").record()
     assert played["token_source"] == "fixed"

@@ -189,6 +189,23 @@ def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_
     assert len(stored(c, limit=2)) == 2
 
 
+def test_an_episode_holding_an_integer_beyond_64_bits_is_saved_and_replays(live):
+    """The writer's draft cannot go through orjson then (regression: the fallback path)."""
+    c = live.client
+    sid = create(c, env="release", scenario="mixed", seed=17)["id"]
+    huge = 2**70
+    rejected = call(c, sid, "shift_traffic", {"percent": huge})
+    assert rejected["steps"][0]["rejected"]
+    c.post(f"/api/sessions/{sid}/step", json={"policy": "oracle", "to_end": True})
+    live.flush()
+    rows = [r for r in stored(c, env="release", limit=1000) if r["seed"] == 17]
+    assert len(rows) == 1
+    replay = c.get(f"/api/episodes/{rows[0]['id']}/replay").json()
+    assert replay["match"] is True and replay["recorded_hash"] == rows[0]["record_hash"], replay
+    record = c.get(f"/api/episodes/{rows[0]['id']}").json()["record"]
+    assert record["events"][0]["args"] == {"percent": huge}
+
+
 def test_a_curriculum_session_takes_its_config_from_the_curriculum_and_reports_back(shared):
     session = create(shared.client, env="fleet", curriculum=True, seed=4)
     before = shared.client.get("/api/envs/fleet/curriculum").json()["state"]

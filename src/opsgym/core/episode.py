@@ -171,6 +171,41 @@ def chain(events: list[dict[str, Any]], seed_hash: str = "") -> list[str]:
     return hashes
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value by a JSON round trip (the cheapest deep copy; key order
+    kept). Tuples become lists; what orjson refuses (an integer beyond 64 bits, a numpy value)
+    goes through :func:`jsonable` and ``json`` instead.
+    """
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONDecodeError):
+        return json.loads(json.dumps(jsonable(value)))
+
+
+def seal(draft: dict[str, Any]) -> dict[str, Any]:
+    """The hash-chained record of a draft (:meth:`Episode.draft`) that shares nothing with a
+    live episode: a copy of one, or one read back from its JSON. Its events gain their
+    ``hash``; the record's ``hash`` is the last of them (the root for an empty episode).
+    """
+    root = header_hash(draft)
+    events = draft["events"]
+    for event, digest in zip(events, chain(events, root), strict=True):
+        event["hash"] = digest
+    record = {k: draft[k] for k in HEADER_FIELDS}
+    record["root"] = root
+    record["calls"] = [
+        {"tool": e["tool"], "args": e["args"], "tokens": e["tokens"]} for e in events
+    ]
+    record["events"] = events
+    record["verdict"] = draft["verdict"]
+    record["return"] = draft["return"]
+    record["rewards"] = draft["rewards"]
+    record["hash"] = events[-1]["hash"] if events else root
+    if draft.get("transcript"):
+        record["transcript"] = draft["transcript"]
+    return record
+
+
 class Episode:
     """One run of one scenario of one environment from one seed.
 
@@ -424,6 +459,23 @@ class Episode:
             "token_source": self.recorded_token_source,
         }
 
+    def draft(self) -> dict[str, Any]:
+        """The record before it is sealed: its header, the events without their hashes, the
+        verdict and the returns (and the transcript, if any).
+
+        It shares the episode's own events, so it is for serialising at once (a store writer
+        sends it to another process this way) and must not be changed; :func:`seal` makes the
+        record of a copy.
+        """
+        draft = self.header()
+        draft["events"] = self.events
+        draft["verdict"] = self.verdict.to_dict() if self.verdict else None
+        draft["return"] = self.rewards.total
+        draft["rewards"] = dict(self.rewards.totals)
+        if self.transcript:
+            draft["transcript"] = self.transcript
+        return draft
+
     def record(self) -> dict[str, Any]:
         """The episode as a JSON-serialisable, hash-chained record.
 
@@ -432,31 +484,4 @@ class Episode:
         settled reward ``accrued`` out of sight). ``opsgym.replay`` recomputes it from the
         header and the calls. The header is the root of the hash chain.
         """
-        header = self.header()
-        root = header_hash(header)
-        events = []
-        for event, digest in zip(self.events, chain(self.events, root), strict=True):
-            try:  # a JSON round trip is the cheapest deep copy; key order kept as recorded
-                copy = orjson.loads(orjson.dumps(event))
-            except (TypeError, orjson.JSONDecodeError):  # an integer beyond 64 bits
-                copy = fresh(event)
-            copy["hash"] = digest
-            events.append(copy)
-        record = {
-            **header,
-            "root": root,
-            "calls": [
-                {"tool": e["tool"], "args": e["args"], "tokens": e["tokens"]} for e in events
-            ],
-            "events": events,
-            "verdict": self.verdict.to_dict() if self.verdict else None,
-            "return": self.rewards.total,
-            "rewards": dict(self.rewards.totals),
-            "hash": events[-1]["hash"] if events else root,
-        }
-        if self.transcript:
-            try:
-                record["transcript"] = orjson.loads(orjson.dumps(self.transcript))
-            except TypeError:  # an integer beyond 64 bits, as a model may write one
-                record["transcript"] = json.loads(json.dumps(jsonable(self.transcript)))
-        return record
+        return seal(json_copy(self.draft()))

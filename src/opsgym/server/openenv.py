@@ -270,7 +270,7 @@ class OpenEnvFace:
     def keep_if_ended(self, episode: Episode) -> None:
         """Save a stateless request's episode if that one call ended it (e.g. ``complete``)."""
         if episode.done and self.manager.writer is not None:
-            self.manager.writer.put(episode.record(), "client", split_of(episode.seed))
+            self.manager.writer.put(episode, "client", split_of(episode.seed))
 
     def router(self) -> APIRouter:
         """``/ws``, ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``, ``/health``,

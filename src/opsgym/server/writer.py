@@ -1,8 +1,10 @@
 """The store writer process: ``python -m opsgym.server.writer [URL]``.
 
 Reads finished episodes from standard input, each a frame of a 4-byte big-endian length and the
-JSON of :meth:`~opsgym.store.Store.add_episode`'s arguments by name, and stores them in batches of
-up to 64, a transaction each (all of a batch or none). After each batch it writes a line
+JSON of :meth:`~opsgym.store.Store.add_episode`'s arguments by name, the record as its unsealed
+``draft`` (:meth:`~opsgym.core.episode.Episode.draft`; sealed here, so the server's process does
+not spend its time on hash chains), and stores them in batches of up to 64, a transaction each
+(all of a batch or none). After each batch it writes a line
 ``<stored> <refused>`` to standard output. An empty frame, or the end of its input, stops it.
 
 A plain subprocess rather than :mod:`multiprocessing`: a spawned child re-imports the parent's
@@ -16,9 +18,10 @@ import queue
 import struct
 import sys
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-import orjson
+from opsgym.core.episode import seal
+from opsgym.store.engine import loads
 
 BATCH = 64
 HEADER = struct.Struct(">I")
@@ -40,6 +43,14 @@ def _read_frames(stream: BinaryIO, inbox: queue.Queue[bytes | None]) -> None:
             break
         inbox.put(stream.read(size))
     inbox.put(None)
+
+
+def _entry(payload: bytes) -> dict[str, Any]:
+    """A frame's entry for ``Store.add_episodes``, its draft sealed into the record."""
+    entry = loads(payload)  # the store's reader: an integer beyond 64 bits stays an integer
+    if "draft" in entry:
+        entry["record"] = seal(entry.pop("draft"))
+    return entry
 
 
 def main(url: str | None = None) -> None:
@@ -67,7 +78,7 @@ def main(url: str | None = None) -> None:
                     break
                 batch.append(nxt)
             try:
-                store.add_episodes([orjson.loads(b) for b in batch])
+                store.add_episodes([_entry(b) for b in batch])
                 out.write(f"{len(batch)} 0\n")
             except Exception as exc:  # noqa: BLE001 -- one bad batch must not stop the writer
                 log.error(
