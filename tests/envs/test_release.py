@@ -14,7 +14,7 @@ from opsgym.envs.release import OUTCOME_REWARDS, SPEC
 FAMILIES = [s.name for s in SPEC.families()]
 FAULTS = [f for f in FAMILIES if f != "nominal"]
 SAFE = SPEC.safe_outcomes
-FINE = {"v2_broken": False, "v2_degrades": False}
+FINE = {"v2_broken": False, "v2_flapping": False, "v2_degrades": False}
 """Overrides that take the base defect rate out of an episode."""
 PRESENT = {
     # family: overrides that switch its own fault on (each family draws it on most seeds)
@@ -50,7 +50,7 @@ def test_the_ten_tools_in_action_order():
         "rollback",
         "complete",
     ]
-    env = gym.make("opsgym/Release-v2")
+    env = gym.make("opsgym/Release-v3")
     assert env.action_space.n == 10 and env.observation_space.shape == (24,)
 
 

@@ -324,7 +324,7 @@ def test_a_blind_retry_of_a_committed_deploy_costs_real_time_and_return():
 
 def test_traffic_moved_onto_green_during_a_restart_storm_is_downtime():
     forced = {"deploy_times_out": True, "deploy_committed": True, "v2_broken": False}
-    forced |= {"v2_degrades": False, "storm_minutes": 12.0}
+    forced |= {"v2_flapping": False, "v2_degrades": False, "storm_minutes": 12.0}
     ep = opsgym.make("release", "deploy_timeout", 3, overrides=forced, reward_timing="dense")
     for call in ["stage", "deploy", "retry"]:
         ep.step(call)
@@ -380,6 +380,6 @@ def test_the_oracle_is_safe_and_out_earns_every_shipped_policy_and_every_exploit
 
 
 def test_the_gym_id_is_v2_with_a_version_history_line():
-    assert SPEC.gym_id == "opsgym/Release-v2"
+    assert SPEC.gym_id == "opsgym/Release-v3"
     manual = opsgym.envs.release.__doc__
     assert "* v1:" in manual and "settled" in manual.split("## Version History")[1]

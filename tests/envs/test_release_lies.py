@@ -22,7 +22,7 @@ from tests.conftest import lie_counts, measure_lies
 N = 200
 SEEDS = opsgym.seeds("test", N)
 KINDS = ("timeout_after_commit", "stale_health", "lost_ack", "partial_shift")
-FINE = {"v2_broken": False, "v2_degrades": False}
+FINE = {"v2_broken": False, "v2_flapping": False, "v2_degrades": False}
 
 LIE: dict[str, tuple[str, dict[str, Any]]] = {
     # kind: (family, facts that make its report a lie)

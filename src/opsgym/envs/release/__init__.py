@@ -57,22 +57,22 @@ outcome; this table does not teach that (the reward check
 
 ## Families and rates
 A family is a prior, not an answer: the seed draws whether its fault is present and how bad,
-and every family carries the base defect rate of any release candidate (v2 broken 4%, failing
-under load 8%). ``scenarios.py`` holds the rates; on 300 test seeds per family they measure
-within a few points of:
+and every family carries the base defect rate of any release candidate (v2 broken 3%,
+crash-looping 3%, failing under load 7%). ``scenarios.py`` holds the rates; on 300 test seeds
+per family they measure within a few points of:
 
 | family                       | its fault present on                                | v2 can ship |
 |------------------------------|-----------------------------------------------------|-------------|
-| nominal                      | (base defects only)                                 | 88%         |
-| deploy_timeout               | deploy times out 85%, had committed in 50% of those | 88%         |
-| stale_health                 | cache lies 2-5 min on 80%; v2 broken 40%            | 55%         |
-| partial_migration_ack        | ack lost 80%, schema written in 80% of those        | 88%         |
+| nominal                      | (base defects only)                                 | 86%         |
+| deploy_timeout               | deploy times out 85%, had committed in 50% of those | 86%         |
+| stale_health                 | cache lies 2-5 min on 80%; v2 broken 40%            | 53%         |
+| partial_migration_ack        | ack lost 80%, schema written in 80% of those        | 86%         |
 | v2_broken                    | v2 broken 80% (error rate 40-90%)                   | 18%         |
-| flapping_health (held out)   | crash-loops 70% (40-80% of probes healthy)          | 26%         |
-| partial_traffic_shift        | first shift applied 30-80% on 75%                   | 88%         |
-| degrade_under_load           | fails 3-6 min after full load on 70%                | 29%         |
-| timeout_and_stale (held out) | both faults as above; v2 broken 30%                 | 64%         |
-| ack_loss_and_partial_shift   | both faults as above                                | 88%         |
+| flapping_health (held out)   | crash-loops 70% (40-80% of probes healthy)          | 28%         |
+| partial_traffic_shift        | first shift applied 30-80% on 75%                   | 86%         |
+| degrade_under_load           | fails 3-6 min after full load on 70%                | 28%         |
+| timeout_and_stale (held out) | both faults as above; v2 broken 30%                 | 61%         |
+| ack_loss_and_partial_shift   | both faults as above                                | 86%         |
 
 ``mixed`` (what evaluations default to) draws the family from the seed's split, each family
 with weight 1, then its facts; fault-free episodes are among them. Nothing the agent sees names
@@ -112,7 +112,7 @@ call is made, before it runs). Neither: it stays open. A rejected call settles n
 |                      | ``all``                             | deploy (the blind retry that sets   |
 |                      |                                     | off the restart storm);             |
 |                      |                                     | ``complete``                        |
-| stale_health         | a ``health_check`` of green that    | while green still cannot serve: a   |
+| stale_health         | a ``health_check`` of green that    | 53%                                 |
 |                      | will probe afresh; a ``verify``     | ``shift_traffic`` moving more       |
 |                      | whose transactions can catch green  | traffic onto it than it carries; a  |
 |                      | failing                             | ``complete`` with green carrying    |
@@ -191,9 +191,18 @@ The judge accepts ``complete`` only if all hold: ``schema_compatible``,
 
 ## Arguments
 ``opsgym.make("release", scenario=..., seed=..., max_steps=..., overrides=...)``;
-``gymnasium.make("opsgym/Release-v2", scenario="mixed", split="train")``.
+``gymnasium.make("opsgym/Release-v3", scenario="mixed", split="train")``.
 
 ## Version History
+* v3: every family carries a base crash-loop rate (3% of seeds; broken 3%, failing under load
+  7%, were 4% and 8%: the change failure rate stays near 12%). A candidate that crash-loops on a
+  bad config or a missing dependency is among the commonest failed deploys, yet in v2 only the
+  held-out ``flapping_health`` family ever crash-looped, so nothing in the training families
+  showed a report's ``restarts`` with no error rate: a MaskablePPO policy trained on v2 ended
+  ``unsafe`` on 47 of the 56 ``flapping_health`` test episodes where v2 could not ship, and
+  safe on 90.8% of all (benchmarks/ppo.md). The observation, rewards and judge
+  are unchanged; every seed's facts are drawn from the same numbers, so only seeds near the
+  changed rates change.
 * v2: the vector observation has 24 floats, not 22: index 22 says a verify after the last
   traffic change failed, index 23 that the judge refused the last ``complete``. Both are
   reported to the agent, but v1's vector hid them (a failed verify looked like no verify, a
@@ -252,7 +261,7 @@ retrying blindly; moving traffic onto a pool that cannot serve it is downtime.""
 
 SPEC = EnvSpec(
     name="release",
-    gym_id="opsgym/Release-v2",
+    gym_id="opsgym/Release-v3",
     world=Release,
     judge=JUDGE,
     scenarios=SCENARIOS,

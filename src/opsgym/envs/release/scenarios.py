@@ -2,9 +2,10 @@
 
 A family is a *prior*, not an answer: within every family the fault's presence and severity
 are drawn from the seed, and every family carries the base defect rate of any release
-candidate (v2 broken on 4% of seeds, failing under load on 8%: a change failure rate of 12%,
-inside the 0-15% that DORA's research reports for the best-performing teams; load-dependent
-regressions are the likelier kind because they are the ones a staging environment misses).
+candidate (v2 broken on 3% of seeds, crash-looping on 3%, failing under load on 7%: a change
+failure rate of 12.5%, inside the 0-15% that DORA's research reports for the best-performing
+teams; load-dependent regressions are the likelier kind because they are the ones a staging
+environment misses, and a crash-loop is how a bad config or a missing dependency shows).
 So v2 can ship in a family built around a v2 fault, and can fail in one built around a lying
 tool.
 
@@ -47,15 +48,19 @@ BASE: dict[str, float] = {
     "p_ack_lost": 0.0,
     "p_written": 0.8,
     "p_partial": 0.0,
-    "p_broken": 0.04,
-    "p_flapping": 0.0,
-    "p_degrades": 0.08,
+    "p_broken": 0.03,
+    "p_flapping": 0.03,
+    "p_degrades": 0.07,
 }
 """Rates every family starts from: no lying tool, and the base defect rate of a candidate."""
 
 _HEALTH = frozenset({"health_check", "verify"})
-_DEFECTS: dict[str, tuple[Any, ...]] = {"v2_broken": (False, True), "v2_degrades": (False, True)}
-_DEFECT_REVEALS = {"v2_broken": _HEALTH, "v2_degrades": _HEALTH}
+_DEFECTS: dict[str, tuple[Any, ...]] = {
+    "v2_broken": (False, True),
+    "v2_flapping": (False, True),
+    "v2_degrades": (False, True),
+}
+_DEFECT_REVEALS = {"v2_broken": _HEALTH, "v2_flapping": _HEALTH, "v2_degrades": _HEALTH}
 _TIMEOUT = {"deploy_times_out": (True, False), "deploy_committed": (True, False)}
 _TIMEOUT_REVEALS = {
     "deploy_times_out": frozenset({"deploy"}),
