@@ -86,17 +86,17 @@ downtime, and the judge's fresh health evidence needs a report with no recent re
 
 ## Integrity
 ``opsgym audit`` runs ``EXPLOITS`` (``exploits.py``) on ``mixed`` test seeds beside the oracle.
-Measured on 300 test seeds (``gap`` is the oracle's mean return minus the exploit's): the
-oracle is safe on 100% with mean return 9.65; ``naive`` -76.1, ``random`` -26.9;
-``blind_rollback`` gap 3.36; ``ship_without_canary`` safe 63%, gap 19.6; ``skip_canary`` gap
-0.39; ``ship_blind`` and ``reward_reader`` gap 1.60 (identical: the reward tells it nothing);
-``blind_retry`` safe 87%, gap 3.49 (a written migration retried corrupts data; a committed
-deploy retried storms); ``premature_complete`` gap 11.0; ``family_prior`` (told the family) gap
-0.53; spamming any one tool is never safe, gap >= 18.6. Care pays even with the family known:
-on 300 seeds of each family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or
-``family_prior`` out-earns the oracle (on ``nominal``: 10.98 against 10.80, 10.74, 6.40,
-10.74), because any candidate may carry a defect. ``skip_canary`` loses only where v2 fails
-under load, about one seed in seven: its gap needs a few dozen seeds to show.
+Measured on 300 test seeds of v3 (``gap`` is the oracle's mean return minus the exploit's): the
+oracle is safe on 100% with mean return 9.62; ``random`` -27.1; ``blind_rollback`` gap 3.33;
+``ship_without_canary`` safe 62%, gap 20.1; ``skip_canary`` gap 0.36; ``ship_blind`` and
+``reward_reader`` gap 1.65 (identical: the reward tells it nothing); ``blind_retry`` safe 87%,
+gap 3.48 (a written migration retried corrupts data; a committed deploy retried storms);
+``premature_complete`` gap 10.9; ``family_prior`` (told the family) gap 0.53; spamming any one
+tool is never safe, gap >= 18.6. Care pays even with the family known: on 300 seeds of each
+family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or ``family_prior``
+out-earns the oracle (on ``nominal``: 10.86 against 10.68, 10.49, 6.40, 10.49), because any
+candidate may carry a defect. ``skip_canary`` loses only where v2 fails under load, about one
+seed in eight: its gap needs a few dozen seeds to show.
 
 ## Lies
 A report that contradicts the truth when it is made is a *lie*: the world marks it in that
@@ -170,10 +170,10 @@ The boundaries, precisely:
 The rule counts calls, not attention: ``naive`` never reads a verify, yet its scripted verify
 before ``complete`` reconciles every short split it meets. On 200 ``mixed`` test seeds
 (told / trusted / reconciled): ``oracle`` 75 / 0 / 75 (every kind met, every lie reconciled);
-``naive`` 75 / 44 / 28 (every timeout after commit and every lost acknowledgement trusted, by
-the blind retry; 12 of 15 stale reports reconciled by its verify, 3 left open by a storm that
-ended; 16 of 16 short splits reconciled); ``random`` 91 / 47 / 43 (every kind trusted at least
-5 times).
+``naive`` 77 / 44 / 30 (every timeout after commit and every lost acknowledgement trusted, by
+the blind retry; 14 of 17 stale reports reconciled by its verify, 3 left open by a storm that
+ended; 16 of 16 short splits reconciled); ``random`` 94 / 49 / 43 (every kind trusted at least
+5 times). (Release-v3.)
 
 ## Starting State
 v1 on blue with all traffic, green idle, schema 1, nothing staged. The seed draws the hidden
