@@ -36,7 +36,7 @@ def test_run_prints_the_timeline_the_truth_and_the_verdict_then_replays(tmp_path
         "--scenario",
         "deploy_timeout",
         "--seed",
-        "7",
+        "1",
         "--policy",
         "oracle",
         "--out",

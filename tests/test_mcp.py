@@ -146,8 +146,8 @@ def test_stdio_command_plays_an_episode_to_its_verdict(tmp_path):
     """``python -m opsgym.cli mcp --env release`` over stdio: start, every call of the oracle's
     episode answering as the plain episode did, the verdict refused before the end and read
     after it, and a step after the end refused."""
-    direct, calls = oracle_calls("release", "deploy_timeout", 7)
-    twin = opsgym.make("release", "deploy_timeout", 7)
+    direct, calls = oracle_calls("release", "deploy_timeout", 1)
+    twin = opsgym.make("release", "deploy_timeout", 1)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "opsgym.cli", "mcp", "--env", "release", "--transport", "stdio"],
@@ -160,7 +160,7 @@ def test_stdio_command_plays_an_episode_to_its_verdict(tmp_path):
                 names = [t.name for t in (await client.list_tools()).tools]
                 assert "deploy" in names and "release_deploy" not in names
                 episode_id, first = await start(
-                    client, env="release", scenario="deploy_timeout", seed=7
+                    client, env="release", scenario="deploy_timeout", seed=1
                 )
                 assert first == render_text(twin)
                 texts, error = await call(client, "read_verdict", episode_id=episode_id)
