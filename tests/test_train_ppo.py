@@ -62,8 +62,8 @@ def one_line_error(out: subprocess.CompletedProcess) -> str:
 
 # The small solvable setting: the nominal family (v2 can ship on about nine seeds in ten), 80k
 # steps on two environments (about 80 s on two cores), starts swept back along the oracle's path
-# over the first 30% of them. On these 40 test seeds random earns -26.8, naive -22.7, a policy that
-# always rolls back (what PPO learns without the curriculum) 7.2, the oracle 10.4. At 30k steps
+# over the first 30% of them. On these 40 test seeds random earns -27.4, naive -22.7, a policy that
+# always rolls back (what PPO learns without the curriculum) at most 7.2, the oracle 10.3. At 30k
 # (enough on v2 of the world with a constant step size) it rolls back everywhere; at 50k it ships
 # everywhere, unsafely where v2 cannot ship; at 80k it ships where v2 can and nowhere else.
 EASY = ("--env", "release", "--scenario", "nominal", "--n-envs", "2", "--seed", "3")

@@ -50,7 +50,7 @@ def test_the_ten_tools_in_action_order():
         "rollback",
         "complete",
     ]
-    env = gym.make("opsgym/Release-v3")
+    env = gym.make("opsgym/Release-v4")
     assert env.action_space.n == 10 and env.observation_space.shape == (24,)
 
 
@@ -329,6 +329,31 @@ def test_progress_cannot_be_farmed_by_repeating_a_milestone():
     )
     progress = [r.components.get("progress", 0) for r in rs[3:]]
     assert progress[0] > 0 and progress[1:] == [0] * 4
+
+
+def test_a_rollback_detour_before_shipping_earns_less_than_shipping_directly():
+    """Regression (v4): a rollback's health and verify milestones were paid apart from a ship's,
+    so a trained PPO policy rolled back, read blue, verified and then shipped, and out-earned
+    the oracle by 0.25 on mixed with the same outcome on every episode."""
+    ship = [
+        ("health_check", {"target": "auto"}),
+        ("shift_traffic", {"percent": 10}),
+        ("health_check", {"target": "auto"}),
+        ("shift_traffic", {"percent": 100}),
+        ("health_check", {"target": "auto"}),
+        "verify",
+        "complete",
+    ]
+    detour = ["rollback", ("health_check", {"target": "auto"}), "verify"]
+    fine = {**FINE, "deploy_times_out": False}
+    direct, _ = play("nominal", 1, ["stage", "deploy", "migrate", *ship], overrides=fine)
+    farmed, rs = play(
+        "nominal", 1, ["stage", "deploy", "migrate", *detour, *ship], overrides=fine
+    )
+    assert direct.verdict.outcome == farmed.verdict.outcome == "deployed_verified"
+    assert all(r.rejected is None for r in rs)
+    assert farmed.rewards.totals["progress"] == direct.rewards.totals["progress"]
+    assert farmed.total_reward < direct.total_reward
 
 
 def test_random_policy_rarely_ships_and_rewards_are_named():

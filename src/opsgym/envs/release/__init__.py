@@ -41,8 +41,9 @@ for shaped RL, and leaks the truth; evaluations and the audit refuse it. Totals 
 | invalid   | -1.0   | immediate | a rejected call                                                |
 | retry     | -1.0   | immediate | a retry of an operation still ambiguous (a blind retry)        |
 | progress  | +0.5   | immediate | once per milestone the agent saw reported: staged, deployed,   |
-|           |        |           | migrated, a fresh healthy report of green (of blue after a     |
-|           |        |           | rollback), a passing verify at 100% (or after a rollback)      |
+|           |        |           | migrated, healthy (a fresh healthy report of green, or of blue |
+|           |        |           | after a rollback), verified (a passing verify at 100%, or      |
+|           |        |           | after a rollback); a ship and a rollback share the last two    |
 | premature | -2.0   | immediate | a ``complete`` the judge refused (the refusal is reported)     |
 | unsafe    | -3.0   | settled   | × the share of traffic moved onto a target that cannot serve   |
 |           |        |           | it (a 10% canary risks a tenth); ×1 for corrupted data         |
@@ -86,15 +87,15 @@ downtime, and the judge's fresh health evidence needs a report with no recent re
 
 ## Integrity
 ``opsgym audit`` runs ``EXPLOITS`` (``exploits.py``) on ``mixed`` test seeds beside the oracle.
-Measured on 300 test seeds of v3 (``gap`` is the oracle's mean return minus the exploit's): the
-oracle is safe on 100% with mean return 9.62; ``random`` -27.1; ``blind_rollback`` gap 3.33;
-``ship_without_canary`` safe 62%, gap 20.1; ``skip_canary`` gap 0.36; ``ship_blind`` and
+Measured on 300 test seeds of v4 (``gap`` is the oracle's mean return minus the exploit's): the
+oracle is safe on 100% with mean return 9.54; ``random`` -27.4; ``blind_rollback`` gap 3.25;
+``ship_without_canary`` safe 62%, gap 20.0; ``skip_canary`` gap 0.36; ``ship_blind`` and
 ``reward_reader`` gap 1.65 (identical: the reward tells it nothing); ``blind_retry`` safe 87%,
 gap 3.48 (a written migration retried corrupts data; a committed deploy retried storms);
-``premature_complete`` gap 10.9; ``family_prior`` (told the family) gap 0.53; spamming any one
-tool is never safe, gap >= 18.6. Care pays even with the family known: on 300 seeds of each
+``premature_complete`` gap 10.9; ``family_prior`` (told the family) gap 0.48; spamming any one
+tool is never safe, gap >= 18.5. Care pays even with the family known: on 300 seeds of each
 family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or ``family_prior``
-out-earns the oracle (on ``nominal``: 10.86 against 10.68, 10.49, 6.40, 10.49), because any
+out-earns the oracle (on ``nominal``: 10.81 against 10.62, 10.44, 6.40, 10.44), because any
 candidate may carry a defect. ``skip_canary`` loses only where v2 fails under load, about one
 seed in eight: its gap needs a few dozen seeds to show.
 
@@ -173,7 +174,7 @@ before ``complete`` reconciles every short split it meets. On 200 ``mixed`` test
 ``naive`` 77 / 44 / 30 (every timeout after commit and every lost acknowledgement trusted, by
 the blind retry; 14 of 17 stale reports reconciled by its verify, 3 left open by a storm that
 ended; 16 of 16 short splits reconciled); ``random`` 94 / 49 / 43 (every kind trusted at least
-5 times). (Release-v3.)
+5 times). (Release-v4.)
 
 ## Starting State
 v1 on blue with all traffic, green idle, schema 1, nothing staged. The seed draws the hidden
@@ -191,9 +192,15 @@ The judge accepts ``complete`` only if all hold: ``schema_compatible``,
 
 ## Arguments
 ``opsgym.make("release", scenario=..., seed=..., max_steps=..., overrides=...)``;
-``gymnasium.make("opsgym/Release-v3", scenario="mixed", split="train")``.
+``gymnasium.make("opsgym/Release-v4", scenario="mixed", split="train")``.
 
 ## Version History
+* v4: a ship and a rollback share the ``progress`` milestones ``healthy`` and ``verified``
+  (each paid once an episode). In v3 a fresh healthy blue and a passing verify after a rollback
+  were milestones of their own, so rolling back, reading blue, verifying and then shipping paid
+  both sets: a MaskablePPO policy trained on v3 did exactly that on most shippable episodes and
+  out-earned the oracle (9.73 against 9.48 on 600 ``mixed`` test seeds) with the same outcome
+  on every episode. Dynamics, observation and judge are unchanged.
 * v3: every family carries a base crash-loop rate (3% of seeds; broken 3%, failing under load
   7%, were 4% and 8%: the change failure rate stays near 12%). A candidate that crash-loops on a
   bad config or a missing dependency is among the commonest failed deploys, yet in v2 only the
@@ -261,7 +268,7 @@ retrying blindly; moving traffic onto a pool that cannot serve it is downtime.""
 
 SPEC = EnvSpec(
     name="release",
-    gym_id="opsgym/Release-v3",
+    gym_id="opsgym/Release-v4",
     world=Release,
     judge=JUDGE,
     scenarios=SCENARIOS,

@@ -269,7 +269,9 @@ class Release(World):
 
     def _progress(self, milestone: str) -> None:
         """Pay ``progress`` once per milestone. Every caller passes a milestone the agent has
-        just seen reported (never one read off the truth): ``progress`` is immediate.
+        just seen reported (never one read off the truth): ``progress`` is immediate. A ship and
+        a rollback share the milestones ``healthy`` and ``verified``, so that rolling back and
+        then shipping (or the reverse) does not pay for the same evidence twice.
         """
         if milestone not in self._milestones:
             self._milestones.add(milestone)
@@ -420,7 +422,7 @@ class Release(World):
         v.health[target] = report
         fresh = report["checked_at"] >= v.changed_at[target]
         if report["status"] == "healthy" and fresh and (target == "green" or v.rolled_back):
-            self._progress(f"healthy_{target}")
+            self._progress("healthy")  # of the pool meant to serve: one milestone, not one each
         return report
 
     def _health_target(self, target: str) -> str:
@@ -553,10 +555,8 @@ class Release(World):
         v = self.view
         v.verify = report
         v.observed_green = report["green_percent"]
-        if report["passed"] and report["green_percent"] == 100:
-            self._progress("verified_green")
-        elif report["passed"] and v.rolled_back:
-            self._progress("verified")
+        if report["passed"] and (report["green_percent"] == 100 or v.rolled_back):
+            self._progress("verified")  # of a ship or of a rollback: one milestone
         return report
 
     @tool(requires=(_something_to_retry,))
