@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import multiprocessing
 import time
 import tomllib
@@ -113,7 +114,10 @@ def test_awkward_json_values_round_trip_bit_for_bit(url: str) -> None:
     with open_store(url) as store:
         stored = store.episode_record(store.add_episode(record, policy="p", split="test"))
     assert canonical(stored) == canonical(record)
-    assert json.dumps(stored["events"][0]["truth"]["awkward"]) == json.dumps(awkward)
+    # Each value is written back as it was (keys come back sorted: the store writes them so).
+    back = stored["events"][0]["truth"]["awkward"]
+    assert json.dumps(back, sort_keys=True) == json.dumps(awkward, sort_keys=True)
+    assert math.copysign(1.0, back["negative_zero"]) == -1.0
 
 
 def test_truth_lives_in_its_own_hidden_column(url: str, records: list[dict[str, Any]]) -> None:
@@ -210,6 +214,20 @@ def test_an_episode_prepared_straight_from_play_is_its_record_prepared(
                  "extras": {"downtime_cost": 1.5}}  # fmt: skip
         fast = store_records.prepare_episode(episode, **given)
         assert _unstamped(fast) == _unstamped(store_records.prepare(episode.record(), **given))
+
+
+def test_an_episode_orjson_cannot_write_is_prepared_the_general_way(url: str) -> None:
+    """A rejected call keeps the arguments the agent sent, an integer beyond 64 bits among them:
+    the one-pass writer gives way to ``json`` and the record comes back exact.
+    """
+    episode = opsgym.make("release", "nominal", 1)
+    episode.step("status", {"service": 2**70})
+    assert episode.events[-1]["rejected"]
+    fast = store_records.prepare_episode(episode, policy="p", split="test")
+    assert _unstamped(fast) == _unstamped(store_records.prepare(episode.record(), policy="p",
+                                                                 split="test"))  # fmt: skip
+    with open_store(url) as store:
+        assert store.episode_record(store.add_prepared([fast])[0]) == episode.record()
 
 
 def test_prepared_episodes_come_back_as_their_records(url: str, episodes: list[Any]) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opsgym.evaluation.runner import EvalConfig, Writer, check, execute, tasks
+from opsgym.evaluation.runner import EvalConfig, Writer, check, execute, heap_frozen, tasks
 from opsgym.evaluation.summary import summarise
 from opsgym.registry import spec
 
@@ -106,7 +106,7 @@ def evaluate(
         )
     )
     name = name or default_name(cfg)
-    with open_store(db) as store:
+    with heap_frozen(), open_store(db) as store:
         store.start_evaluation(name, cfg.to_dict())  # creates it, or resumes it
         done = store.done_keys(name)
         todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]

@@ -21,7 +21,10 @@ statistics use, so a value edited in the database after the fact is caught by a 
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
 
 from opsgym.core.episode import HEADER_FIELDS, chain, header_hash
 from opsgym.core.errors import RecordError
@@ -236,11 +239,13 @@ def prepare(
     """
     check_record(record)
     events = record["events"]
+    hashes = [e["hash"] for e in events]
     return _prepared(
         {k: record[k] for k in HEADER_FIELDS},
         record["root"],
         events,
-        [e["hash"] for e in events],
+        hashes,
+        _event_texts(events, hashes),
         record["verdict"],
         record["return"],
         record["rewards"],
@@ -281,13 +286,18 @@ def prepare_episode(
     header = episode.header()
     root = header_hash(header)
     events = episode.events
-    hashes = chain(events, root)
+    chained = _chained_texts(events, root)
+    if chained is None:
+        hashes, texts = chain(events, root), None
+    else:
+        hashes, texts = chained[0], chained[1:]
     verdict = episode.verdict
     return _prepared(
         header,
         root,
         events,
         hashes,
+        texts,
         verdict.to_dict() if verdict else None,
         episode.rewards.total,
         dict(episode.rewards.totals),
@@ -301,11 +311,61 @@ def prepare_episode(
     )
 
 
+_STEP_KEYS = tuple(k for k in EVENT_KEYS if k not in ("truth", "hash"))
+_SORTED = orjson.OPT_SORT_KEYS
+_TRUTH = b',"truth":'
+_HASH = b',"hash":"'
+
+
+def _chained_texts(events: list[dict[str, Any]], root: str) -> tuple[list[str], str, str] | None:
+    """The hash chain of live ``events`` from ``root`` and their two JSON texts (steps with
+    their hashes, truths), in one pass that writes each value once: the same hashes as
+    :func:`~opsgym.core.episode.chain`, whose canonical bytes of an event are its step's
+    canonical bytes with ``"truth"`` (the last key in sorted order) spliced in before the
+    closing brace. ``None`` where orjson refuses a value (an integer beyond 64 bits), or an
+    event has other keys: the caller takes the general path.
+    """
+    hashes, steps, truths = [], [], []
+    prev = root
+    try:
+        for event in events:
+            if len(event) != len(_STEP_KEYS) + 1:
+                return None
+            head = orjson.dumps({k: event[k] for k in _STEP_KEYS}, option=_SORTED)[:-1]
+            truth = orjson.dumps(event["truth"], option=_SORTED)
+            prev = hashlib.sha256(prev.encode() + head + _TRUTH + truth + b"}").hexdigest()
+            hashes.append(prev)
+            steps.append(head + _HASH + prev.encode() + b'"}')
+            truths.append(truth)
+    except (TypeError, KeyError):
+        return None
+    return hashes, f"[{b','.join(steps).decode()}]", f"[{b','.join(truths).decode()}]"
+
+
+def _event_texts(events: list[dict[str, Any]], hashes: list[str]) -> tuple[str, str] | None:
+    """The two JSON texts of a record's ``events`` with their ``hashes``, written as
+    :func:`_chained_texts` writes them (keys sorted), or ``None`` where orjson refuses a value.
+    """
+    try:
+        steps = [
+            orjson.dumps({k: e[k] for k in _STEP_KEYS}, option=_SORTED)[:-1]
+            + _HASH
+            + digest.encode()
+            + b'"}'
+            for e, digest in zip(events, hashes, strict=True)
+        ]
+        truths = [orjson.dumps(e["truth"], option=_SORTED) for e in events]
+    except TypeError:
+        return None
+    return f"[{b','.join(steps).decode()}]", f"[{b','.join(truths).decode()}]"
+
+
 def _prepared(
     header: dict[str, Any],
     root: str,
     events: list[dict[str, Any]],
     hashes: list[str],
+    texts: tuple[str, str] | None,
     verdict: dict[str, Any] | None,
     total: float,
     rewards: dict[str, float],
@@ -318,21 +378,28 @@ def _prepared(
     evaluation: str | None,
     extras: dict[str, Any],
 ) -> Prepared:
-    steps = [
-        {
-            "step": e["step"],
-            "tool": e["tool"],
-            "args": e["args"],
-            "tokens": e["tokens"],
-            "rejected": e["rejected"],
-            "report": e["report"],
-            "reward": e["reward"],
-            "clock": e["clock"],
-            "done": e["done"],
-            "hash": digest,
-        }
-        for e, digest in zip(events, hashes, strict=True)
-    ]
+    """The :class:`Prepared` episode; ``texts``: its events' two JSON texts, when already
+    written (else they are written here).
+    """
+    steps = (
+        []
+        if texts
+        else [
+            {
+                "step": e["step"],
+                "tool": e["tool"],
+                "args": e["args"],
+                "tokens": e["tokens"],
+                "rejected": e["rejected"],
+                "report": e["report"],
+                "reward": e["reward"],
+                "clock": e["clock"],
+                "done": e["done"],
+                "hash": digest,
+            }
+            for e, digest in zip(events, hashes, strict=True)
+        ]
+    )
     lies = extras.get("lies")
     try:
         values = (
@@ -360,7 +427,7 @@ def _prepared(
             utcnow(),
             None if transcript is None else dumps(transcript),
         )
-        steps_text, truth_text = dumps(steps), dumps([e["truth"] for e in events])
+        steps_text, truth_text = texts or (dumps(steps), dumps([e["truth"] for e in events]))
     except (TypeError, ValueError) as exc:
         raise UnstorableError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     return Prepared(
