@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, inspect, select, text
 
 import opsgym
-from opsgym.core.episode import canonical
+from opsgym.core.episode import canonical, jsonable, seal
 from opsgym.core.errors import OpsgymError, RecordError
 from opsgym.store import (
     DuplicateEpisodeError,
@@ -25,7 +25,7 @@ from opsgym.store import (
 )
 from opsgym.store import records as store_records
 from opsgym.store import store as store_module
-from opsgym.store.engine import ENV_VAR, resolve
+from opsgym.store.engine import ENV_VAR, loads, resolve
 from opsgym.store.migrate import HEAD, SCRIPTS, VERSION_TABLE, alembic_config
 from opsgym.store.models import Base, EpisodeModel, EventModel
 from tests.pg import postgres_server, postgres_url  # noqa: F401  (fixtures)
@@ -214,6 +214,17 @@ def test_an_episode_prepared_straight_from_play_is_its_record_prepared(
                  "extras": {"downtime_cost": 1.5}}  # fmt: skip
         fast = store_records.prepare_episode(episode, **given)
         assert _unstamped(fast) == _unstamped(store_records.prepare(episode.record(), **given))
+
+
+def test_a_draft_prepared_is_its_sealed_record_prepared(episodes: list[Any]) -> None:
+    """What a server's writer process does with the draft it reads back from JSON."""
+    for episode in episodes:
+        draft = loads(json.dumps(jsonable(episode.draft())))
+        given = {"policy": "client", "split": "train"}
+        fast = store_records.prepare_draft(draft, **given)
+        assert all("hash" not in e for e in draft["events"])  # read, never changed
+        sealed = store_records.prepare(seal(loads(json.dumps(jsonable(episode.draft())))), **given)
+        assert _unstamped(fast) == _unstamped(sealed)
 
 
 def test_an_episode_orjson_cannot_write_is_prepared_the_general_way(url: str) -> None:

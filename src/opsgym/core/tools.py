@@ -101,6 +101,8 @@ class Tool:
             raw = {}
         if not isinstance(raw, Mapping):
             return f"arguments of {self.name!r} must be an object, got {type(raw).__name__}"
+        if not raw and self.default is not None:  # the default call: made once (models are frozen)
+            return self.default
         try:
             return self.args.model_validate(dict(raw))
         except ValidationError as exc:

@@ -151,13 +151,14 @@ class OpenEnvFace:
             while True:
                 # The reaper closes an idle session's socket; one that never opened a session
                 # is closed here, or idle connections would pile up without limit.
-                try:
-                    message = await asyncio.wait_for(
-                        ws.receive(), None if session is not None else manager.idle_timeout_s
-                    )
-                except TimeoutError:
-                    await ws.close(code=1001, reason="idle")
-                    break
+                if session is not None:  # the reaper watches it
+                    message = await ws.receive()
+                else:
+                    try:
+                        message = await asyncio.wait_for(ws.receive(), manager.idle_timeout_s)
+                    except TimeoutError:
+                        await ws.close(code=1001, reason="idle")
+                        break
                 if message["type"] == "websocket.disconnect":
                     break
                 raw = message.get("text")

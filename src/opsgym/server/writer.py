@@ -18,12 +18,15 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from opsgym.core.episode import seal
 from opsgym.store.engine import loads
+from opsgym.store.records import Prepared, prepare, prepare_draft
 
 BATCH = 64
+ENTRY = ("draft", "record", "policy", "split", "trial", "evaluation", "extras")
+"""What a frame may hold: a ``draft`` or a ``record``, and the rest of ``add_episode``'s
+arguments by name."""
 HEADER = struct.Struct(">I")
 log = logging.getLogger("opsgym.server.writer")
 
@@ -45,12 +48,17 @@ def _read_frames(stream: BinaryIO, inbox: queue.Queue[bytes | None]) -> None:
     inbox.put(None)
 
 
-def _entry(payload: bytes) -> dict[str, Any]:
-    """A frame's entry for ``Store.add_episodes``, its draft sealed into the record."""
+def _prepared(payload: bytes) -> Prepared:
+    """A frame's episode, ready to be written: a draft (hashed and written as JSON in one pass,
+    :func:`~opsgym.store.records.prepare_draft`) or a sealed record (checked first).
+    """
     entry = loads(payload)  # the store's reader: an integer beyond 64 bits stays an integer
+    unknown = sorted(set(entry) - set(ENTRY))
+    if unknown:
+        raise TypeError(f"Entry has unknown keys {unknown}; known: {list(ENTRY)}.")
     if "draft" in entry:
-        entry["record"] = seal(entry.pop("draft"))
-    return entry
+        return prepare_draft(entry.pop("draft"), **entry)
+    return prepare(**entry)
 
 
 def main(url: str | None = None) -> None:
@@ -78,7 +86,7 @@ def main(url: str | None = None) -> None:
                     break
                 batch.append(nxt)
             try:
-                store.add_episodes([_entry(b) for b in batch])
+                store.add_prepared([_prepared(b) for b in batch])
                 out.write(f"{len(batch)} 0\n")
             except Exception as exc:  # noqa: BLE001 -- one bad batch must not stop the writer
                 log.error(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from opsgym.core.episode import HEADER_FIELDS, chain, header_hash
+from opsgym.core.episode import HEADER_FIELDS, chain, header_hash, json_copy, seal
 from opsgym.core.errors import RecordError
 from opsgym.store.engine import dumps
 from opsgym.store.models import EpisodeModel, utcnow
@@ -271,8 +271,8 @@ def prepare_episode(
     """:func:`prepare` of ``episode.record()``, equal to it, for a fraction of its cost.
 
     ``record()`` gives the caller a deep copy of every event; written at once, the events
-    need no copy: they go straight to JSON text, hashed by the same :func:`chain`. An episode
-    with a transcript (a model's, rare and slow anyway) goes through ``record()``.
+    need no copy: :func:`prepare_draft` of the episode's draft takes them as they are. An
+    episode with a transcript (a model's, rare and slow anyway) goes through ``record()``.
     """
     if episode.transcript:
         return prepare(
@@ -283,24 +283,59 @@ def prepare_episode(
             evaluation=evaluation,
             extras=extras,
         )
-    header = episode.header()
+    return prepare_draft(
+        episode.draft(),
+        policy=policy,
+        split=split,
+        trial=trial,
+        evaluation=evaluation,
+        extras=extras,
+    )
+
+
+def prepare_draft(
+    draft: dict[str, Any],
+    *,
+    policy: str,
+    split: str,
+    trial: int = 0,
+    evaluation: str | None = None,
+    extras: dict[str, Any] | None = None,
+) -> Prepared:
+    """:func:`prepare` of ``seal(draft)`` (see :meth:`Episode.draft`), equal to it, without
+    building the record: the hash chain and the events' JSON are written in one pass over the
+    draft's events, which are read, never changed. A draft with a transcript is sealed (a copy
+    of it) and prepared the general way.
+
+    The draft is taken as an episode made it (a server's writer reads it back from the JSON the
+    server sent): its shape is not checked as a record's is.
+    """
+    if draft.get("transcript"):
+        return prepare(
+            seal(json_copy(draft)),
+            policy=policy,
+            split=split,
+            trial=trial,
+            evaluation=evaluation,
+            extras=extras,
+        )
+    header = {k: draft[k] for k in HEADER_FIELDS}
     root = header_hash(header)
-    events = episode.events
+    events = draft["events"]
     chained = _chained_texts(events, root)
     if chained is None:
         hashes, texts = chain(events, root), None
     else:
         hashes, texts = chained[0], chained[1:]
-    verdict = episode.verdict
     return _prepared(
         header,
         root,
         events,
         hashes,
         texts,
-        verdict.to_dict() if verdict else None,
-        episode.rewards.total,
-        dict(episode.rewards.totals),
+        draft["verdict"],
+        draft["return"],
+        draft["rewards"],
         hashes[-1] if hashes else root,
         None,
         policy=policy,
