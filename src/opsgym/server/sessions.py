@@ -247,8 +247,8 @@ class StoreWriter:
 
     def put(self, episode: Episode, policy: str, split: str) -> None:
         """Queue one finished episode: its draft (:meth:`Episode.draft`), serialised here in one
-        call; the writer seals it (the hash chain) into the record it stores, so the cost of a
-        record (a millisecond of Python for 60 steps) is not paid where sessions wait.
+        call; the writer computes the hash chain and the rows it stores, so the cost of a
+        record (most of a millisecond of Python for 60 steps) is not paid where sessions wait.
         """
         if self._process is None:
             self._start()

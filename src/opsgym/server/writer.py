@@ -2,8 +2,9 @@
 
 Reads finished episodes from standard input, each a frame of a 4-byte big-endian length and the
 JSON of :meth:`~opsgym.store.Store.add_episode`'s arguments by name, the record as its unsealed
-``draft`` (:meth:`~opsgym.core.episode.Episode.draft`; sealed here, so the server's process does
-not spend its time on hash chains), and stores them in batches of up to 64, a transaction each
+``draft`` (:meth:`~opsgym.core.episode.Episode.draft`; hashed here, by
+:func:`~opsgym.store.records.prepare_draft`, so the server's process does not spend its time on
+hash chains), and stores them in batches of up to 64, a transaction each
 (all of a batch or none). After each batch it writes a line
 ``<stored> <refused>`` to standard output. An empty frame, or the end of its input, stops it.
 
