@@ -14,8 +14,10 @@ For each world, oracle episodes per second on `mixed` test seeds through:
 Also: events written per second by the one-worker evaluation. Medians of ``--repeats`` runs,
 after a warm-up evaluation that pays the one-time imports (SciPy's stats module alone takes
 about a second), so that per-episode costs compare. Each repeat times every variant in turn, so
-that a change in the machine's load falls on all of them alike. Goals (issue 8): one worker
-within 1.5x of the bare loop's time per episode; two workers at least 1.7x one worker's rate.
+that a change in the machine's load falls on all of them alike; a ratio is the median of the
+repeats' own ratios (the machine's speed drifts by a third over seconds here). Goals (issue 8):
+one worker within 1.5x of the bare loop's time per episode; two workers at least 1.7x one
+worker's rate.
 
 Every timed evaluation creates its store, a new SQLite file: a few fsyncs that a user pays
 once, not per evaluation, and that weigh most on short runs. The evaluations are also timed
@@ -35,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import opsgym
@@ -45,6 +48,11 @@ from opsgym.store import open_store
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import machine  # noqa: E402
+
+
+def paired(runs: dict[str, list[float]], a: str, b: str) -> float:
+    """The median over repeats of ``a / b`` within each repeat (the machine's drift cancels)."""
+    return statistics.median(x / y for x, y in zip(runs[a], runs[b], strict=True))
 
 
 def bare(env: str, episodes: int, record: bool = False) -> tuple[float, int]:
@@ -128,6 +136,7 @@ def main() -> None:
                 if key == "one_existing":
                     runs.setdefault("created_ms", []).append(extra)
         m = {k: statistics.median(v) for k, v in runs.items()}
+        ratio = partial(paired, runs)
         rows.append(
             {
                 "env": env,
@@ -135,23 +144,26 @@ def main() -> None:
                 "bare_record_eps": m["record"],
                 "one_worker_eps": m["one"],
                 "two_workers_eps": m["two"],
-                "one_vs_bare_time": m["bare"] / m["one"],
-                "two_vs_one_rate": m["two"] / m["one"],
-                "machine_two_vs_one": m["bare_two"] / m["bare"],
+                "one_vs_bare_time": ratio("bare", "one"),
+                "two_vs_one_rate": ratio("two", "one"),
+                "machine_two_vs_one": ratio("bare_two", "bare"),
                 "events_per_episode": events / args.episodes,
                 "events_written_per_s": m["one"] * events / args.episodes,
                 "existing_store": {
                     "one_worker_eps": m["one_existing"],
                     "two_workers_eps": m["two_existing"],
-                    "one_vs_bare_time": m["bare"] / m["one_existing"],
-                    "two_vs_one_rate": m["two_existing"] / m["one_existing"],
+                    "one_vs_bare_time": ratio("bare", "one_existing"),
+                    "two_vs_one_rate": ratio("two_existing", "one_existing"),
                     "store_created_ms": m["created_ms"],
                 },
                 "runs": runs,
             }
         )
     load_after = os.getloadavg()
-    print(f"machine: {machine()}  episodes={args.episodes} repeats={args.repeats} (medians)")
+    print(
+        f"machine: {machine()}  episodes={args.episodes} repeats={args.repeats} (rates: "
+        "medians; ratios: medians of each repeat's ratio)"
+    )
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
     print(
         "| env | bare loop ep/s | bare + record() ep/s | eval 1 worker ep/s | "
