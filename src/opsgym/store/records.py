@@ -271,18 +271,9 @@ def prepare_episode(
     """:func:`prepare` of ``episode.record()``, equal to it, for a fraction of its cost.
 
     ``record()`` gives the caller a deep copy of every event; written at once, the events
-    need no copy: :func:`prepare_draft` of the episode's draft takes them as they are. An
-    episode with a transcript (a model's, rare and slow anyway) goes through ``record()``.
+    need no copy: :func:`prepare_draft` of the episode's draft takes them as they are (an
+    episode with a transcript, a model's, rare and slow anyway, is sealed from a copy).
     """
-    if episode.transcript:
-        return prepare(
-            episode.record(),
-            policy=policy,
-            split=split,
-            trial=trial,
-            evaluation=evaluation,
-            extras=extras,
-        )
     return prepare_draft(
         episode.draft(),
         policy=policy,
