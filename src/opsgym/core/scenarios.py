@@ -110,9 +110,7 @@ def mixed(
     )
 
 
-def draw_family(
-    scenarios: Iterable[Scenario], seed: int, rng: np.random.Generator
-) -> Scenario:
+def draw_family(scenarios: Iterable[Scenario], seed: int, rng: np.random.Generator) -> Scenario:
     """The family a ``mixed`` episode with ``seed`` faces: drawn by weight from the families
     of the seed's split (held-out families never for a ``train`` seed), with ``rng``.
     """

@@ -67,6 +67,7 @@ def _agent_may(scope: Scope) -> bool:
         return False
     return path.startswith(AGENT_PATHS)
 
+
 API_VERSION = "1.0.0"
 """The HTTP API's version (OpenAPI ``info.version``; OpenEnv reads it as its protocol profile).
 The package's version is in ``/metadata``."""

@@ -23,11 +23,12 @@ from typing import BinaryIO
 
 from opsgym.store.engine import loads
 from opsgym.store.records import Prepared, prepare, prepare_draft
+from opsgym.store.store import ENTRY_KEYS
 
 BATCH = 64
-ENTRY = ("draft", "record", "policy", "split", "trial", "evaluation", "extras")
-"""What a frame may hold: a ``draft`` or a ``record``, and the rest of ``add_episode``'s
-arguments by name."""
+ENTRY = ("draft", *ENTRY_KEYS)
+"""What a frame may hold: ``add_episodes``'s entry, or the same with a ``draft`` for its
+``record``."""
 HEADER = struct.Struct(">I")
 log = logging.getLogger("opsgym.server.writer")
 

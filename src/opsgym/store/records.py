@@ -351,39 +351,45 @@ def _chained_texts(events: list[dict[str, Any]], root: str) -> tuple[list[str], 
     closing brace. ``None`` where orjson refuses a value (an integer beyond 64 bits), or an
     event has other keys: the caller takes the general path.
     """
-    hashes, steps, truths = [], [], []
-    prev = root
-    try:
-        for event in events:
-            if len(event) != len(_STEP_KEYS) + 1:
-                return None
-            head = orjson.dumps({k: event[k] for k in _STEP_KEYS}, option=_SORTED)[:-1]
-            truth = orjson.dumps(event["truth"], option=_SORTED)
-            prev = hashlib.sha256(prev.encode() + head + _TRUTH + truth + b"}").hexdigest()
-            hashes.append(prev)
-            steps.append(head + _HASH + prev.encode() + b'"}')
-            truths.append(truth)
-    except (TypeError, KeyError):
+    if any(len(event) != len(_STEP_KEYS) + 1 for event in events):
         return None
-    return hashes, f"[{b','.join(steps).decode()}]", f"[{b','.join(truths).decode()}]"
+    parts = _parts(events)
+    if parts is None:
+        return None
+    heads, truths = parts
+    hashes, prev = [], root
+    for head, truth in zip(heads, truths, strict=True):
+        prev = hashlib.sha256(prev.encode() + head + _TRUTH + truth + b"}").hexdigest()
+        hashes.append(prev)
+    return hashes, *_texts(heads, truths, hashes)
 
 
 def _event_texts(events: list[dict[str, Any]], hashes: list[str]) -> tuple[str, str] | None:
     """The two JSON texts of a record's ``events`` with their ``hashes``, written as
     :func:`_chained_texts` writes them (keys sorted), or ``None`` where orjson refuses a value.
     """
+    parts = _parts(events)
+    return None if parts is None else _texts(*parts, hashes)
+
+
+def _parts(events: list[dict[str, Any]]) -> tuple[list[bytes], list[bytes]] | None:
+    """Each event's step (its canonical JSON, without the closing brace) and truth (canonical
+    JSON), or ``None`` where orjson refuses a value.
+    """
     try:
-        steps = [
-            orjson.dumps({k: e[k] for k in _STEP_KEYS}, option=_SORTED)[:-1]
-            + _HASH
-            + digest.encode()
-            + b'"}'
-            for e, digest in zip(events, hashes, strict=True)
-        ]
+        heads = [orjson.dumps({k: e[k] for k in _STEP_KEYS}, option=_SORTED)[:-1] for e in events]
         truths = [orjson.dumps(e["truth"], option=_SORTED) for e in events]
-    except TypeError:
+    except (TypeError, KeyError):
         return None
-    return f"[{b','.join(steps).decode()}]", f"[{b','.join(truths).decode()}]"
+    return heads, truths
+
+
+def _texts(heads: list[bytes], truths: list[bytes], hashes: list[str]) -> tuple[str, str]:
+    """The steps' JSON array (each step with its ``hash``) and the truths' JSON array."""
+    steps = b",".join(
+        head + _HASH + digest.encode() + b'"}' for head, digest in zip(heads, hashes, strict=True)
+    )
+    return f"[{steps.decode()}]", f"[{b','.join(truths).decode()}]"
 
 
 def _prepared(

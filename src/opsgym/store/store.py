@@ -36,7 +36,7 @@ from opsgym.store.rows import (
 )
 
 _KEY = ("policy", "scenario", "seed", "trial")
-_ENTRY = ("record", "policy", "split", "trial", "evaluation", "extras")
+ENTRY_KEYS = ("record", "policy", "split", "trial", "evaluation", "extras")
 """What an entry of :meth:`Store.add_episodes` may hold."""
 T = TypeVar("T")
 
@@ -229,9 +229,9 @@ class Store:
         """
         entries = list(entries)
         for i, entry in enumerate(entries):
-            unknown = sorted(set(entry) - set(_ENTRY))
+            unknown = sorted(set(entry) - set(ENTRY_KEYS))
             if unknown:
-                raise TypeError(f"Entry {i} has unknown keys {unknown}; known: {list(_ENTRY)}.")
+                raise TypeError(f"Entry {i} has unknown keys {unknown}; known: {list(ENTRY_KEYS)}.")
         if not entries:
             return []
         prepared = []

@@ -159,5 +159,4 @@ class Oracle:
         return "rollback", {}
 
 
-
 POLICIES = {"naive": Naive, "oracle": Oracle}
