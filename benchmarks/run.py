@@ -4,7 +4,9 @@ For each registered env: steps/s through the core (``Episode.step`` with full va
 steps/s through the Gym face (``env.step`` on random valid actions chosen from
 ``action_masks()``), and reset cost. Each figure is the median of ``--repeats`` runs; only the
 call being measured is inside the timer (action choice and resets are outside), and the same
-is done for CartPole, so the ratios compare like with like.
+is done for CartPole, so the ratios compare like with like. Every repeat of an environment
+follows a CartPole run of its own and its ratios are the medians of those pairs' ratios (the
+machine's speed drifts); the plug-in rows are compared with CartPole's overall median.
 
 Any ``benchmarks/bench_*.py`` that defines ``rows(repeats) -> list[dict]`` adds its own rows.
 
@@ -62,13 +64,6 @@ def core_steps(env: str, steps: int, seed: int) -> float:
     return random_legal_steps(env, [s.name for s in specs()[env].scenarios], steps, seed)
 
 
-def median(fn, repeats: int):
-    results = [fn(i) for i in range(repeats)]
-    if isinstance(results[0], tuple):
-        return tuple(statistics.median(r[k] for r in results) for k in range(len(results[0])))
-    return statistics.median(results)
-
-
 def extra_rows(repeats: int, only: str | None = None) -> list[dict]:
     rows = []
     for path in sorted(HERE.glob(f"bench_{only or ''}*.py")):
@@ -107,43 +102,55 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
 
-    cart_sps, cart_reset = median(
-        lambda i: gym_steps("CartPole-v1", args.steps, i, False), args.repeats
-    )
-    rows = [
-        {
-            "env": "CartPole-v1",
-            "face": "gym",
-            "steps_per_s": cart_sps,
-            "reset_us": cart_reset * 1e6,
-            "step_time_vs_cartpole": 1.0,
-        }
-    ]
+    # This machine's speed drifts by a third within a minute, so each environment's repeats
+    # are timed right after a CartPole run of their own, and its ratios are the medians of
+    # those pairs' ratios (a ratio of medians taken minutes apart would mix moments).
+    carts: list[tuple[float, float]] = []
+
+    def cartpole(i: int) -> tuple[float, float]:
+        carts.append(gym_steps("CartPole-v1", args.steps, i, False))
+        return carts[-1]
+
+    for i in range(args.repeats):  # a warm-up, and more of the baseline for plug-in rows
+        cartpole(i)
+    rows = []
     for name, spec in specs().items():
         if args.only and name != args.only:
             continue
-        sps, reset = median(
-            lambda i, gym_id=spec.gym_id: gym_steps(gym_id, args.steps, i, True), args.repeats
-        )
-        core = median(lambda i, env=name: core_steps(env, args.steps, i), args.repeats)
+        runs = []
+        for i in range(args.repeats):
+            cart, cart_reset_i = cartpole(i)
+            sps, reset = gym_steps(spec.gym_id, args.steps, i, True)
+            runs.append((cart, cart_reset_i, sps, reset, core_steps(name, args.steps, i)))
         rows.append(
             {
                 "env": name,
                 "face": "gym",
-                "steps_per_s": sps,
-                "reset_us": reset * 1e6,
-                "step_time_vs_cartpole": cart_sps / sps,
-                "reset_time_vs_cartpole": reset / cart_reset,
+                "steps_per_s": statistics.median(r[2] for r in runs),
+                "reset_us": statistics.median(r[3] for r in runs) * 1e6,
+                "step_time_vs_cartpole": statistics.median(r[0] / r[2] for r in runs),
+                "reset_time_vs_cartpole": statistics.median(r[3] / r[1] for r in runs),
             }
         )
         rows.append(
             {
                 "env": name,
                 "face": "core",
-                "steps_per_s": core,
-                "step_time_vs_cartpole": cart_sps / core,
+                "steps_per_s": statistics.median(r[4] for r in runs),
+                "step_time_vs_cartpole": statistics.median(r[0] / r[4] for r in runs),
             }
         )
+    cart_sps, cart_reset = (statistics.median(c[k] for c in carts) for k in (0, 1))
+    rows.insert(
+        0,
+        {
+            "env": "CartPole-v1",
+            "face": "gym",
+            "steps_per_s": cart_sps,
+            "reset_us": cart_reset * 1e6,
+            "step_time_vs_cartpole": 1.0,
+        },
+    )
     for row in extra_rows(args.repeats, args.only):
         row.setdefault("step_time_vs_cartpole", cart_sps / row["steps_per_s"])
         rows.append(row)
