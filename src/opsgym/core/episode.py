@@ -165,10 +165,16 @@ def chain(events: list[dict[str, Any]], seed_hash: str = "") -> list[str]:
     """
     hashes, prev = [], seed_hash
     for event in events:
-        body = {k: v for k, v in event.items() if k != "hash"}
-        prev = hashlib.sha256(prev.encode() + canonical(body)).hexdigest()
+        prev = link(prev, canonical({k: v for k, v in event.items() if k != "hash"}))
         hashes.append(prev)
     return hashes
+
+
+def link(previous: str, body: bytes) -> str:
+    """One link of a record's hash chain: SHA-256 of the previous hash and the canonical bytes
+    of the event's body (the event without its ``hash``).
+    """
+    return hashlib.sha256(previous.encode() + body).hexdigest()
 
 
 def json_copy(value: Any) -> Any:

@@ -21,12 +21,11 @@ statistics use, so a value edited in the database after the fact is caught by a 
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from opsgym.core.episode import HEADER_FIELDS, chain, header_hash, json_copy, seal
+from opsgym.core.episode import HEADER_FIELDS, chain, header_hash, json_copy, link, seal
 from opsgym.core.errors import RecordError
 from opsgym.store.engine import dumps
 from opsgym.store.models import EpisodeModel, utcnow
@@ -359,7 +358,7 @@ def _chained_texts(events: list[dict[str, Any]], root: str) -> tuple[list[str], 
     heads, truths = parts
     hashes, prev = [], root
     for head, truth in zip(heads, truths, strict=True):
-        prev = hashlib.sha256(prev.encode() + head + _TRUTH + truth + b"}").hexdigest()
+        prev = link(prev, head + _TRUTH + truth + b"}")
         hashes.append(prev)
     return hashes, *_texts(heads, truths, hashes)
 
@@ -392,6 +391,15 @@ def _texts(heads: list[bytes], truths: list[bytes], hashes: list[str]) -> tuple[
     return f"[{steps.decode()}]", f"[{b','.join(truths).decode()}]"
 
 
+def _general_texts(events: list[dict[str, Any]], hashes: list[str]) -> tuple[str, str]:
+    """The events' two JSON texts through :func:`~opsgym.store.engine.dumps` (its ``json``
+    fallback writes what orjson refuses); keys in the events' own order.
+    """
+    steps = [{**{k: e[k] for k in _STEP_KEYS}, "hash": digest}
+             for e, digest in zip(events, hashes, strict=True)]  # fmt: skip
+    return dumps(steps), dumps([e["truth"] for e in events])
+
+
 def _prepared(
     header: dict[str, Any],
     root: str,
@@ -413,25 +421,6 @@ def _prepared(
     """The :class:`Prepared` episode; ``texts``: its events' two JSON texts, when already
     written (else they are written here).
     """
-    steps = (
-        []
-        if texts
-        else [
-            {
-                "step": e["step"],
-                "tool": e["tool"],
-                "args": e["args"],
-                "tokens": e["tokens"],
-                "rejected": e["rejected"],
-                "report": e["report"],
-                "reward": e["reward"],
-                "clock": e["clock"],
-                "done": e["done"],
-                "hash": digest,
-            }
-            for e, digest in zip(events, hashes, strict=True)
-        ]
-    )
     lies = extras.get("lies")
     try:
         values = (
@@ -459,7 +448,7 @@ def _prepared(
             utcnow(),
             None if transcript is None else dumps(transcript),
         )
-        steps_text, truth_text = texts or (dumps(steps), dumps([e["truth"] for e in events]))
+        steps_text, truth_text = texts or _general_texts(events, hashes)
     except (TypeError, ValueError) as exc:
         raise UnstorableError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     return Prepared(
