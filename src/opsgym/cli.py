@@ -267,6 +267,18 @@ def _register_serve() -> None:
         env: Annotated[
             str | None, typer.Option(help="World of an OpenEnv session that names none.")
         ] = None,
+        allowed_hosts: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allowed-hosts",
+                help="Without a token, a Host name to answer besides 127.0.0.1, localhost and "
+                "[::1] (repeatable; DNS rebinding guard).",
+            ),
+        ] = None,
+        runs_dir: Annotated[
+            str | None,
+            typer.Option(help="Runs folder: over HTTP trained policies are ppo:runs:NAME in it."),
+        ] = None,
     ) -> None:
         """Serve the worlds: OpenEnv's protocol (/ws ...), REST sessions and the store (/api)."""
         try:
@@ -285,6 +297,9 @@ def _register_serve() -> None:
         given = {"host": host, "port": port, "db": db, "token": token, "max_sessions": max_sessions}
         if env is not None:
             given["default_env"] = env
+        if allowed_hosts:
+            given["allowed_hosts"] = allowed_hosts
+        given["runs_dir"] = runs_dir
         try:
             settings = ServerSettings(**{k: v for k, v in given.items() if v is not None})
             if env is not None:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,6 +46,8 @@ class Live:
 def running(**settings: Any) -> Iterator[Live]:
     """Serve ``create_app(ServerSettings(**settings))`` on a free loopback port until exit."""
     settings.setdefault("host", "127.0.0.1")
+    if settings.get("db") and "://" not in settings["db"]:  # runs beside a test's store, not ./runs
+        settings.setdefault("runs_dir", str(Path(settings["db"]).parent / "runs"))
     app = create_app(ServerSettings(**settings))
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # without it each response waits out the client's delayed ACK (40 ms a request).
@@ -91,6 +94,7 @@ def serve(tmp_path) -> Iterator[Callable[..., Live]]:
 
     def start(**settings: Any) -> Live:
         settings.setdefault("db", str(tmp_path / f"store{len(stack._exit_callbacks)}.sqlite"))
+        settings.setdefault("runs_dir", str(tmp_path / "runs"))
         return stack.enter_context(running(**settings))
 
     with stack:

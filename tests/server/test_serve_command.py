@@ -42,13 +42,13 @@ def test_a_short_token_and_an_unknown_world_are_refused_in_one_line(tmp_path):
 class _Served:
     """``opsgym serve`` in a subprocess on a free loopback port."""
 
-    def __init__(self, tmp_path, env: dict[str, str] | None = None):
+    def __init__(self, tmp_path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [*OPSGYM, "serve", "--port", str(self.port), "--db", str(tmp_path / "s.sqlite")],
+            [*OPSGYM, "serve", "--port", str(self.port), "--db", str(tmp_path / "s.sqlite"), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -111,3 +111,28 @@ def test_the_agent_token_reaches_the_worlds_and_sessions_but_not_the_store(serve
     assert (
         live.client.get("/api/envs", headers={"authorization": "Bearer wrong"}).status_code == 401
     )
+
+
+def test_serve_takes_allowed_hosts_and_a_runs_folder(tmp_path):
+    runs = tmp_path / "my-runs"
+    (runs / "r1").mkdir(parents=True)
+    args = (
+        "--allowed-hosts",
+        "ops.example",
+        "--allowed-hosts",
+        "ui.example",
+        "--runs-dir",
+        str(runs),
+    )
+    served = _Served(tmp_path, args=args)
+    try:
+        for host, expected in (("ops.example:80", 200), ("ui.example", 200), ("evil.example", 403)):
+            got = httpx.get(served.url + "/api/envs", headers={"host": host}).status_code
+            assert got == expected, host
+        sid = httpx.post(served.url + "/api/sessions", json={"env": "release"}).json()["id"]
+        missing = httpx.post(
+            f"{served.url}/api/sessions/{sid}/step", json={"policy": "ppo:runs:r2"}
+        )
+        assert missing.status_code == 404 and "r1" in missing.json()["detail"]  # listed from there
+    finally:
+        served.stop()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from opsgym.core.episode import Episode
-from opsgym.core.errors import UnknownNameError
+from opsgym.core.errors import PolicyRefusedError, UnknownNameError
 from opsgym.registry import catalogue, legal_actions, spec
 
 Call = tuple[str, dict[str, Any]]
@@ -65,12 +68,58 @@ def policy_names(env: str) -> list[str]:
     return ["random", *spec(env).policies, *(f"{kind}:" for kind in PREFIXED)]
 
 
-def get_policy(env: str, name: str) -> Policy:
-    """A fresh policy called ``name`` for ``env`` (``random`` works for every env)."""
+FILE_KINDS = frozenset({"ppo", "hf", "hf+constrained"})
+"""Prefixed kinds whose argument names files to load (models hold pickled code)."""
+
+RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@=-]{0,199}")
+"""What a run's name may be: one folder name, no separators, not ``.`` or ``..``."""
+
+
+def resolve_run(runs_dir: str | os.PathLike[str], name: str) -> Path:
+    """The folder of run ``name`` directly inside ``runs_dir``, with no symbolic link in it.
+
+    Raises:
+        PolicyRefusedError: ``name`` is not a plain folder name, or the run (or anything in it)
+            is a symbolic link, which could point a loader at any file on the machine.
+        UnknownNameError: no such run (the message lists the runs there are).
+    """
+    if not RUN_NAME.fullmatch(name):
+        raise PolicyRefusedError(
+            f"run name {name!r} must be one folder name inside the runs folder (letters, digits, "
+            "'_.+@=-'; no '/', no '..')"
+        )
+    root = Path(runs_dir)
+    path = root / name
+    if path.is_symlink():
+        raise PolicyRefusedError(
+            f"run {name!r} is a symbolic link: runs are loaded only as folders of their own"
+        )
+    if not path.exists():
+        known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise UnknownNameError(f"run in {str(root)!r}", name, known)
+    for folder, dirs, files in os.walk(path):
+        for entry in (*dirs, *files):
+            if os.path.islink(os.path.join(folder, entry)):
+                inner = os.path.relpath(os.path.join(folder, entry), path)
+                raise PolicyRefusedError(
+                    f"run {name!r} holds a symbolic link ({inner}): runs are loaded only when "
+                    "every file in them is the run's own"
+                )
+    return path
+
+
+def get_policy(env: str, name: str, *, runs_dir: str | os.PathLike[str] | None = None) -> Policy:
+    """A fresh policy called ``name`` for ``env`` (``random`` works for every env).
+
+    A trained policy (``ppo:``, ``hf:``, ``hf+constrained:``) takes a path, or ``runs:NAME``: the
+    run called NAME in ``runs_dir`` (``runs`` by default; see :func:`resolve_run`).
+    """
     if name == "random":
         return RandomPolicy()
     kind, _, arg = name.partition(":") if isinstance(name, str) else ("", "", "")
     if arg and kind in PREFIXED:
+        if kind in FILE_KINDS and arg.startswith("runs:"):
+            arg = str(resolve_run(runs_dir if runs_dir is not None else "runs", arg[5:]))
         return PREFIXED[kind](env, arg)
     scripted = spec(env).policies
     if name not in scripted:
@@ -78,11 +127,13 @@ def get_policy(env: str, name: str) -> Policy:
     return scripted[name]()
 
 
-def is_deterministic(env: str, name: str) -> bool:
+def is_deterministic(
+    env: str, name: str, *, runs_dir: str | os.PathLike[str] | None = None
+) -> bool:
     """Whether ``name`` always makes the same calls from the same observations (scripted
     policies do unless they say ``deterministic = False``).
     """
-    return bool(getattr(get_policy(env, name), "deterministic", True))
+    return bool(getattr(get_policy(env, name, runs_dir=runs_dir), "deterministic", True))
 
 
 def legal_calls(episode: Episode) -> list[Call]:

@@ -42,3 +42,10 @@ class EpisodeDoneError(OpsgymError, RuntimeError):
 
 class RecordError(OpsgymError, ValueError):
     """An episode record that cannot be read (missing field, wrong format)."""
+
+
+class PolicyRefusedError(OpsgymError, PermissionError):
+    """A policy that may not be loaded where it was asked for: a model file named over HTTP, a
+    run folder holding a symbolic link, an LLM named without the operator's token. The message
+    names the rule.
+    """

@@ -72,6 +72,7 @@ def evaluate(
     name: str | None = None,
     out: str | Path | None = None,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+    runs_dir: str | Path | None = None,
 ) -> EvaluationResult:
     """Evaluate ``policies`` on ``env`` and store every episode.
 
@@ -90,6 +91,7 @@ def evaluate(
         name: The evaluation's name; a stored name resumes where it stopped.
         out: Write ``results.json``, ``episodes.csv``, ``report.md`` and charts here.
         progress: Wraps the stream of finished episodes (a progress bar).
+        runs_dir: Where ``ppo:runs:NAME`` and ``hf:runs:NAME`` policies are found (``runs``).
     """
     from opsgym.store import open_store
 
@@ -103,6 +105,7 @@ def evaluate(
             trials,
             dict(config or {}),
             max_steps,
+            None if runs_dir is None else str(runs_dir),
         )
     )
     name = name or default_name(cfg)

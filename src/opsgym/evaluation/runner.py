@@ -55,6 +55,8 @@ class EvalConfig:
             pass^k = pass^1.
         config: Public settings of every episode.
         max_steps: Step budget (``None``: the environment's).
+        runs_dir: Where ``KIND:runs:NAME`` policies are found (``None``: ``runs``). Not part of
+            what is evaluated: the stored name is ``KIND:runs:NAME``.
     """
 
     env: str
@@ -65,10 +67,12 @@ class EvalConfig:
     trials: int = 1
     config: dict[str, Any] = field(default_factory=dict)
     max_steps: int | None = None
+    runs_dir: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         data = asdict(self)
+        del data["runs_dir"]
         data["policies"], data["scenarios"] = list(self.policies), list(self.scenarios)
         return data
 
@@ -121,7 +125,7 @@ def tasks(cfg: EvalConfig) -> list[Task]:
 
     out = []
     for policy in cfg.policies:
-        trials = 1 if is_deterministic(cfg.env, policy) else cfg.trials
+        trials = 1 if is_deterministic(cfg.env, policy, runs_dir=cfg.runs_dir) else cfg.trials
         for scenario in cfg.scenarios:
             for seed in seeds(cfg.split, cfg.episodes):
                 out.extend(Task(policy, scenario, seed, t) for t in range(trials))
@@ -141,7 +145,7 @@ def play_task(cfg: EvalConfig, task: Task) -> Episode:
     episode = make(
         cfg.env, task.scenario, task.seed, max_steps=cfg.max_steps, config=cfg.config or None
     )
-    policy = get_policy(cfg.env, task.policy)
+    policy = get_policy(cfg.env, task.policy, runs_dir=cfg.runs_dir)
     policy.reset(trial_seed(task.seed, task.trial))
     return play(episode, policy, reset=False)
 

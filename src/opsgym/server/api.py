@@ -14,12 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, status
 
 from opsgym.agents.base import policy_names
 from opsgym.core.errors import OpsgymError
 from opsgym.core.scenarios import families
 from opsgym.registry import spec, specs
+from opsgym.server.guard import role_of
 from opsgym.server.models import (
     ComposeRequest,
     EvaluationStart,
@@ -29,6 +30,7 @@ from opsgym.server.models import (
     SessionStep,
 )
 from opsgym.server.openenv import JSON, tools_of
+from opsgym.server.policies import check_policy
 from opsgym.server.sessions import Session, SessionManager
 
 SPLITS = ("train", "dev", "test")
@@ -85,8 +87,9 @@ def _step_entry(session: Session, index: int) -> dict[str, Any]:
 class Jobs:
     """Evaluations started over HTTP, run one at a time in a background thread."""
 
-    def __init__(self, db: str | None):
+    def __init__(self, db: str | None, runs_dir: str | None = None):
         self.db = db
+        self.runs_dir = runs_dir
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opsgym-eval")
         self.jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -106,6 +109,7 @@ class Jobs:
                 body.trials,
                 dict(body.config),
                 None,
+                self.runs_dir,
             )
         )
         name = body.name or default_name(cfg)
@@ -140,6 +144,7 @@ class Jobs:
                 db=self.db,
                 name=job["name"],
                 progress=progress,
+                runs_dir=cfg.runs_dir,
             )
             job["status"] = "done"
         except Exception as exc:  # noqa: BLE001 -- a job's failure is its status, not the server's
@@ -273,8 +278,13 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
         return JSON(manager.get(session_id).public())
 
     @api.post("/sessions/{session_id}/step", tags=["sessions"])
-    async def step_session(session_id: str, body: SessionStep) -> JSON:
-        """One call (yours, or a named policy's), or a policy's calls to the end."""
+    async def step_session(session_id: str, body: SessionStep, request: Request) -> JSON:
+        """One call (yours, or a named policy's), or a policy's calls to the end.
+
+        Which policies a client may name depends on its token (:mod:`opsgym.server.policies`).
+        """
+        if body.policy is not None:
+            check_policy(body.policy, role_of(request.scope))
         session = manager.get(session_id)
         if session.kind != "rest":
             raise Conflict(f"session {session_id} belongs to its WebSocket")
@@ -285,9 +295,11 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
             if body.tool is not None:
                 session.step(body.tool, body.args)
             elif body.to_end:
-                await anyio.to_thread.run_sync(lambda: session.play(body.policy, to_end=True))
+                await anyio.to_thread.run_sync(
+                    lambda: session.play(body.policy, to_end=True, runs_dir=settings.runs_dir)
+                )
             else:
-                session.play(body.policy, to_end=False)
+                session.play(body.policy, to_end=False, runs_dir=settings.runs_dir)
             if session.done:
                 manager.settle(session)
             steps = [_step_entry(session, i) for i in range(first, session.episode.steps)]
@@ -389,8 +401,13 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
 
     @api.post("/evaluations", tags=["store"], status_code=status.HTTP_202_ACCEPTED)
     def start_evaluation(body: EvaluationStart) -> JSON:
-        """Start a small evaluation in the background; follow it: GET /api/evaluations/{name}."""
+        """Start a small evaluation in the background; follow it: GET /api/evaluations/{name}.
+
+        Trained policies are named as runs in the server's runs folder (``ppo:runs:NAME``).
+        """
         store()
+        for policy in body.policies:
+            check_policy(policy, "operator")
         size = len(body.policies) * len(body.scenarios) * body.episodes * body.trials
         if size > settings.max_eval_episodes:
             raise ValueError(

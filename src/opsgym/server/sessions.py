@@ -184,8 +184,12 @@ class Session:
         self.driver = "client"
         return self.episode.step(tool, args, tokens=call_tokens(tool, args))
 
-    def play(self, policy: str, *, to_end: bool) -> list[StepResult]:
-        """Let the named ``policy`` make one call, or every call to the end."""
+    def play(
+        self, policy: str, *, to_end: bool, runs_dir: str | None = None
+    ) -> list[StepResult]:
+        """Let the named ``policy`` make one call, or every call to the end (trained policies
+        named ``KIND:runs:NAME`` are found in ``runs_dir``).
+        """
         ep = self.episode
         if ep.done:
             raise SessionOver(self._over())
@@ -194,7 +198,7 @@ class Session:
         # plays them all at once.
         agent = self.agents.get(policy)
         if agent is None:
-            agent = get_policy(ep.env, policy)
+            agent = get_policy(ep.env, policy, runs_dir=runs_dir)
             if getattr(agent, "drive", None) is not None:
                 raise ValueError(
                     f"policy {policy!r} drives its own episodes (an LLM agent): run it with "

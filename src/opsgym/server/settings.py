@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK = {"localhost"}
+
+HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
+"""A bare host name or a bracketed IPv6 address, as a ``Host`` header names it before its port."""
 
 
 def is_loopback(host: str) -> bool:
@@ -75,7 +79,21 @@ class ServerSettings(BaseSettings):
     )
     malformed_window_s: float = Field(10.0, gt=0, description="See ``malformed_limit``.")
     cors_origins: list[str] = Field(
-        default_factory=list, description="Origins allowed by CORS (none: CORS stays closed)."
+        default_factory=list,
+        description="Origins allowed by CORS (none: CORS stays closed). A browser page from one "
+        "of them may also POST, PUT and DELETE; any other foreign ``Origin`` is refused.",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names a request may name in its ``Host`` header when the server has no "
+        "token, beside 127.0.0.1, localhost and [::1] (any port). Anything else is a 403: a web "
+        "page whose name an attacker rebinds to 127.0.0.1 is same-origin to the browser, and "
+        "its requests name the attacker's host (DNS rebinding).",
+    )
+    runs_dir: str = Field(
+        "runs",
+        description="The runs folder. Over HTTP a trained policy is named as a run in it "
+        "(``ppo:runs:NAME``), never as a path: model files hold pickled code.",
     )
     max_eval_episodes: int = Field(
         2000,
@@ -88,6 +106,17 @@ class ServerSettings(BaseSettings):
         description="Let a session force hidden facts (``overrides``). For leak tests only: "
         "an agent that may force the truth knows it. ``opsgym serve`` never sets it.",
     )
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _bare_host_names(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if not HOST_NAME.fullmatch(host):
+                raise ValueError(
+                    f"allowed host {host!r} must be a bare host name (no scheme, port or path), "
+                    "e.g. 'ops.example.com' or '[fe80::1]'"
+                )
+        return [host.lower() for host in hosts]
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> ServerSettings:

@@ -1,0 +1,64 @@
+"""Which policies a client may name over HTTP, and as what.
+
+A policy name can make the server load a file or spend money: a Stable-Baselines3 zip or a
+Transformers folder holds pickled objects (loading one from a path a client chose is running that
+client's code), and ``llm:MODEL`` calls the server's model endpoint. So over HTTP:
+
+=====================================  ===========================  ==========================
+policy                                 agent token                  operator (or no token)
+=====================================  ===========================  ==========================
+``random``, the world's scripted ones  yes                          yes
+``planner:POLICY``                     yes                          yes
+``ppo:`` ``hf:`` ``hf+constrained:``   no                           only ``KIND:runs:NAME``
+``llm:MODEL``                          no                           yes
+any other prefixed kind                no                           no
+=====================================  ===========================  ==========================
+
+``runs:NAME`` is a run directly inside the server's runs folder (``--runs-dir``), with no
+symbolic link in it (:func:`opsgym.agents.base.resolve_run`). The CLI still takes paths: its user
+already runs code on the machine.
+"""
+
+from __future__ import annotations
+
+from opsgym.agents.base import FILE_KINDS, PREFIXED
+from opsgym.core.errors import PolicyRefusedError
+
+AGENT_KINDS = frozenset({"planner"})
+"""Prefixed kinds the agent token may name: a scripted policy writing tool calls."""
+
+OPERATOR_KINDS = AGENT_KINDS | FILE_KINDS | {"llm"}
+"""Prefixed kinds the operator may name over HTTP (file kinds only as runs)."""
+
+
+def check_policy(name: str, role: str) -> None:
+    """Refuse ``name`` if a client of ``role`` (``operator`` or ``agent``) may not name it here.
+
+    Names that are not prefixed (``random``, scripted policies) and kinds nobody registered
+    pass: whether they exist is for :func:`opsgym.agents.get_policy` to say (a 404 listing what
+    does).
+
+    Raises:
+        PolicyRefusedError: naming the rule that refuses it.
+    """
+    kind, prefixed, arg = name.partition(":")
+    if not prefixed or kind not in PREFIXED:
+        return
+    allowed = AGENT_KINDS if role == "agent" else OPERATOR_KINDS
+    if kind not in allowed:
+        if kind in OPERATOR_KINDS:
+            why = (
+                "it spends the server's model endpoint"
+                if kind == "llm"
+                else "it loads a trained model"
+            )
+            raise PolicyRefusedError(
+                f"policy {name!r} needs the operator token ({why}); the agent token may name "
+                "random, the world's scripted policies and planner:POLICY"
+            )
+        raise PolicyRefusedError(f"policy kind {kind + ':'!r} is not served over HTTP")
+    if kind in FILE_KINDS and not arg.startswith("runs:"):
+        raise PolicyRefusedError(
+            f"policy {name!r}: over HTTP a {kind}: policy names a run in the server's runs folder "
+            f"({kind}:runs:NAME), never a path: model files hold pickled code"
+        )
