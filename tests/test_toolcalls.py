@@ -15,6 +15,7 @@ import opsgym
 from opsgym.adapters import toolcalls as tc
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
 from opsgym.registry import catalogue, legal_actions, specs
+from tests.conftest import playable
 
 ENVS = sorted(specs())
 ENV_SCENARIOS = [(e, s.name) for e in ENVS for s in specs()[e].scenarios]
@@ -347,6 +348,7 @@ def _seen(ep, out):
 
 
 def _lockstep(env, scenario, fact, values, seed, turns):
+    seed = playable(env, scenario, seed, values if fact == "family" else ())
     episodes = [opsgym.make(env, scenario, seed, overrides={fact: v}) for v in values]
     info = opsgym.hidden_facts(env, scenario)[fact]
     avoid = frozenset(info["revealed_by"])

@@ -13,6 +13,7 @@ from typing import Any
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import UnknownNameError
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import check_seed, families
 from opsgym.core.spec import EnvSpec
 from opsgym.core.tools import Args, Tool
@@ -66,25 +67,27 @@ def make(
     Args:
         env: Environment name (see :func:`list_envs`).
         scenario: Fault family (see :func:`scenarios`); the environment's first when ``None``.
-        seed: Seeds everything random in the episode.
+        seed: Seeds everything random in the episode; its split (``seed % 10``: 0-7 train, 8
+            dev, 9 test) decides the families it may face (no held-out family on a train seed).
         max_steps: Step budget; ``None`` takes the environment's default.
         overrides: Force hidden facts the seed would draw (leak tests, curricula, debugging).
         config: Public settings of the episode (each environment documents its keys).
         reward_timing: ``"end"`` (default) pays reward computed from hidden facts on the last
             step; ``"dense"`` pays it at once and leaks the truth through the reward.
         token_source: Who counts the tokens passed to ``Episode.step(tokens=...)``.
+
+    Every rule of the request is :mod:`opsgym.core.request`'s, as on every other face.
     """
-    s = spec(env)
-    return Episode(
-        s,
-        s.scenario(scenario),
+    return EpisodeRequest(
+        env,
+        scenario,
         check_seed(seed),
+        config=config or {},
+        overrides=overrides or {},
         max_steps=max_steps,
-        overrides=overrides,
-        config=config,
         reward_timing=reward_timing,
         token_source=token_source,
-    )
+    ).start()
 
 
 def hidden_facts(env: str, scenario: str | None = None) -> dict[str, dict[str, list[Any]]]:

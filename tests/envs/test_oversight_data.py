@@ -16,7 +16,7 @@ FAMILIES = [s.name for s in SPEC.families()]
 
 
 def test_render_gives_a_system_and_a_user_message_from_the_observation_alone():
-    ep = opsgym.run("oversight", "stacked_failures_sloppy_fixes", 3, "oracle")
+    ep = opsgym.run("oversight", "stacked_failures_sloppy_fixes", 9, "oracle")
     messages = render(ep.observe(), ep.tools)
     assert [m["role"] for m in messages] == ["system", "user"]
     system, user = (m["content"] for m in messages)

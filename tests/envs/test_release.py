@@ -10,6 +10,7 @@ import pytest
 
 import opsgym
 from opsgym.envs.release import OUTCOME_REWARDS, SPEC
+from tests.conftest import make_playable
 
 FAMILIES = [s.name for s in SPEC.families()]
 FAULTS = [f for f in FAMILIES if f != "nominal"]
@@ -32,7 +33,7 @@ PRESENT = {
 
 
 def play(scenario, seed, calls, **kw):
-    ep = opsgym.make("release", scenario, seed, **kw)
+    ep = make_playable("release", scenario, seed, **kw)
     results = [ep.step(*c) if isinstance(c, tuple) else ep.step(c) for c in calls]
     return ep, results
 

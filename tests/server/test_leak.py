@@ -18,6 +18,7 @@ import pytest
 import opsgym
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
 from opsgym.registry import catalogue, legal_actions, spec
+from tests.conftest import playable
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
     ENVS,
     ask,
@@ -133,6 +134,7 @@ def lockstep(
     that ends a sequence joins them.
     """
     values = info["values"][:VALUES]
+    seed = playable(env, scenario, seed, values if fact == "family" else ())
     agents = [Agent(live, env, scenario, seed, {fact: v}) for v in values]
     try:
         where = f"{env}/{scenario} seed {seed}: {fact} forced to {values}"

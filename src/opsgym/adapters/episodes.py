@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from opsgym.adapters.gym import HeldOutFamilyError
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import check_split, seeds
 from opsgym.registry import spec
 
@@ -75,12 +75,6 @@ def _scenario_names(env: str, split: str, scenario: str | Iterable[str]) -> list
         names = [scenario] if isinstance(scenario, str) else list(scenario)
     if not names:
         raise ValueError(f"no scenario given for {env!r}")
-    for name in names:
-        if s.scenario(name).held_out and split == "train":
-            raise HeldOutFamilyError(
-                f"Scenario {name!r} of {env!r} is a held-out family: it is never in the train "
-                "split. Ask for split='dev' or split='test' rows to evaluate on it."
-            )
     return names
 
 
@@ -109,6 +103,9 @@ def rows(
         raise ValueError(f"n must be an int >= 0, got {n!r}")
     names = _scenario_names(env, split, scenario)
     settings = config_json(config)
+    probe = seeds(split, 1, start)[0]  # the request's rules, once per scenario: seeds share a split
+    for name in dict.fromkeys(names):
+        EpisodeRequest(env, name, probe, split=split, config=config or {}).resolve()
     return [
         {
             "environment": env,

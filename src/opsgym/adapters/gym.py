@@ -15,20 +15,16 @@ Each call is charged the world's fixed token cost (the record says ``token_sourc
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from opsgym.core.episode import Episode
-from opsgym.core.errors import OpsgymError
-from opsgym.core.rewards import check_reward_timing
-from opsgym.core.scenarios import Scenario, check_split, seed_in_split, split_of
+from opsgym.core.request import EpisodeRequest
+from opsgym.core.scenarios import check_split
 from opsgym.registry import catalogue, spec
-
-
-class HeldOutFamilyError(OpsgymError, ValueError):
-    """A held-out family was asked for on the ``train`` split."""
 
 
 class OpsEnv(gym.Env[np.ndarray, np.int64]):
@@ -65,12 +61,19 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         reward_timing: str = "end",
     ):
         self._ops = spec(env)
-        self._split = check_split(split)
-        self._reward_timing = check_reward_timing(reward_timing)
-        self._scenario = self._allowed(self._ops.scenario(scenario))
-        self._overrides = overrides
-        self._config = config
-        self._max_steps = max_steps
+        # Every rule (split, held-out families, overrides, config, timing) is the request's;
+        # checked here on a seed of the split, so a bad env fails at make(), not at reset().
+        self._request = EpisodeRequest(
+            self._ops.name,
+            scenario,
+            split=check_split(split),
+            config=config or {},
+            overrides=overrides or {},
+            max_steps=max_steps,
+            reward_timing=reward_timing,
+        )
+        self._request.resolve(np.random.default_rng(0))
+        self._split = split
         self._encoder = self._ops.encoder()
         self._actions = catalogue(env)
         self._raw = [args.model_dump(mode="json") for _, args in self._actions]
@@ -80,14 +83,6 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         )
         self.render_mode = render_mode
         self.episode: Episode | None = None
-
-    def _allowed(self, scenario: Scenario) -> Scenario:
-        if scenario.held_out and self._split == "train":
-            raise HeldOutFamilyError(
-                f"Scenario {scenario.name!r} of {self._ops.name!r} is a held-out family: it is "
-                "never in the train split. Pass split='dev' or split='test' to evaluate on it."
-            )
-        return scenario
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -100,32 +95,15 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         """
         super().reset(seed=seed)
         options = options or {}
-        scenario = (
-            self._allowed(self._ops.scenario(options["scenario"]))
-            if "scenario" in options
-            else self._scenario
-        )
+        changes: dict[str, Any] = {
+            key: options[key] for key in ("scenario", "overrides", "config") if key in options
+        }
         if "episode_seed" in options:
-            episode_seed = int(options["episode_seed"])
-            if split_of(episode_seed) != self._split:
-                raise ValueError(
-                    f"episode_seed {episode_seed} is in the {split_of(episode_seed)!r} split, "
-                    f"not {self._split!r}; seeds split by seed % 10 (0-7 train, 8 dev, 9 test)"
-                )
-        else:
-            index = int(self.np_random.integers(2**27))
-            episode_seed = seed_in_split(self._split, index, self.np_random)
-        self.episode = Episode(
-            self._ops,
-            scenario,
-            episode_seed,
-            max_steps=self._max_steps,
-            overrides=options.get("overrides", self._overrides),
-            config=options.get("config", self._config),
-            reward_timing=self._reward_timing,
-        )
+            changes["seed"] = int(options["episode_seed"])
+        request = replace(self._request, **changes) if changes else self._request
+        self.episode = request.resolve(self.np_random).start()
         return self._encoder.encode(self.episode), {
-            "scenario": scenario.name,
+            "scenario": self.episode.scenario.name,
             "seed": self.episode.seed,
             "split": self._split,
         }

@@ -44,9 +44,9 @@ from functools import cache
 from typing import Any
 
 from opsgym.adapters.episodes import parse_config, settle
-from opsgym.adapters.gym import HeldOutFamilyError
 from opsgym.adapters.toolcalls import render_messages, result_text
 from opsgym.core.episode import Episode
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import split_of
 from opsgym.core.tools import Tool
 from opsgym.registry import spec
@@ -98,28 +98,20 @@ class OpsgymEnvironment:
                 "pass environment_factory={env: environment_factory(env) ...} for several worlds"
             )
         seed = int(seed)
-        if split is not None and split_of(seed) != split:
-            raise ValueError(f"seed {seed} is in the {split_of(seed)!r} split, not {split!r}")
         if self._split is not None and split_of(seed) != self._split:
             raise ValueError(
                 f"seed {seed} is in the {split_of(seed)!r} split; this environment plays only "
                 f"{self._split!r} seeds (seeds split by seed % 10: 0-7 train, 8 dev, 9 test)"
             )
-        s = spec(self._env)
-        family = s.scenario(scenario or self._scenario)
-        if family.held_out and split_of(seed) == "train":
-            raise HeldOutFamilyError(
-                f"Scenario {family.name!r} of {self._env!r} is a held-out family: never played on "
-                f"a train seed (got seed {seed})"
-            )
-        self._episode = Episode(
-            s,
-            family,
+        self._episode = EpisodeRequest(
+            self._env,
+            scenario or self._scenario,
             seed,
-            max_steps=self._max_steps,
-            overrides=parse_config(overrides, "overrides"),
+            split=split,
             config=parse_config(config),
-        )
+            overrides=parse_config(overrides, "overrides"),
+            max_steps=self._max_steps,
+        ).start()
         return prompt(self._episode)
 
     def get_reward(self) -> float:

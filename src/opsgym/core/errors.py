@@ -49,3 +49,11 @@ class PolicyRefusedError(OpsgymError, PermissionError):
     run folder holding a symbolic link, an LLM named without the operator's token. The message
     names the rule.
     """
+
+
+class HeldOutFamilyError(OpsgymError, ValueError):
+    """A held-out family was asked for on the ``train`` split (see :mod:`opsgym.core.request`)."""
+
+
+class ConfigError(OpsgymError, ValueError):
+    """A config value out of range or of the wrong type (the message names the key)."""

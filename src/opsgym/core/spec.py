@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from opsgym.core.errors import UnknownNameError
+from opsgym.core.errors import ConfigError, OpsgymError, UnknownNameError
 from opsgym.core.exploits import Exploit, RewardCheck
 from opsgym.core.judge import Judge
 from opsgym.core.scenarios import Scenario
@@ -32,6 +33,37 @@ class Encoder(Protocol):
 
     def encode(self, episode: Episode) -> np.ndarray:
         """The observation vector of ``episode`` now."""
+
+
+class WorldConfig(BaseModel):
+    """A world's public settings (an episode's ``config``): one pydantic model per world, whose
+    JSON Schema every face can show (``GET /api/envs``). A world without settings uses this
+    base as it is (no field: any key is refused).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    error: ClassVar[type[OpsgymError]] = ConfigError
+    """What a bad value raises (a world may name its own subclass)."""
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any] | None, world: str = "world") -> WorldConfig:
+        """Validate ``config``: an unknown key raises :class:`UnknownNameError` with close
+        matches, a bad value :attr:`error` naming the key, the reason and the value.
+        """
+        config = dict(config or {})
+        for key in config:
+            if key not in cls.model_fields:
+                raise UnknownNameError(f"{world} config key", key, cls.model_fields)
+        try:
+            return cls.model_validate(config)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"])
+            if err["type"] == "literal_error" and len(err["loc"]) == 1:  # a name: close matches
+                choices = map(str, get_args(cls.model_fields[where].annotation))
+                raise UnknownNameError(f"{world} {where}", err["input"], choices) from None
+            raise cls.error(f"config {where}: {err['msg']}, got {err['input']!r}") from None
 
 
 def _generic_prompt(episode: Episode) -> str:
@@ -67,6 +99,7 @@ class EnvSpec:
             the observation itself; a world supplies only this text.
         prompt: ``render(episode) -> str``, the text an LLM agent is shown now (the audit's leak
             test compares it across hidden facts): the generic renderer's, for every world.
+        config: The model of the world's public settings (:class:`WorldConfig`).
     """
 
     name: str
@@ -85,12 +118,17 @@ class EnvSpec:
     reward_checks: tuple[RewardCheck, ...] = ()
     brief: str = ""
     prompt: Callable[[Episode], str] | None = _generic_prompt
+    config: type[WorldConfig] = WorldConfig
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.
         from opsgym.registry import spec
 
         return spec, (self.name,)
+
+    def check_config(self, config: Mapping[str, Any] | None) -> WorldConfig:
+        """``config`` validated by the world's model (see :meth:`WorldConfig.parse`)."""
+        return self.config.parse(config, self.name)
 
     def families(self) -> tuple[Scenario, ...]:
         """The named fault families (every scenario but ``mixed``)."""

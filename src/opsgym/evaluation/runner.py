@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.rewards import LeakingConfigError
 from opsgym.core.scenarios import check_split, seeds
 from opsgym.registry import spec
@@ -91,7 +92,7 @@ def check(cfg: EvalConfig) -> EvalConfig:
     """Raise a one-line error naming what is wrong with ``cfg`` (and what exists)."""
     from opsgym.agents import policy_names
 
-    s = spec(cfg.env)
+    spec(cfg.env)  # an unknown world first, naming the known ones
     check_split(cfg.split)
     if not cfg.policies:
         raise EvaluationError("No policy to evaluate: pass at least one --policy.")
@@ -100,13 +101,6 @@ def check(cfg: EvalConfig) -> EvalConfig:
         base = name.split(":", 1)[0]
         if name not in known and base + ":" not in known:
             raise UnknownNameError(f"policy for {cfg.env!r}", name, known)
-    for name in cfg.scenarios:
-        scenario = s.scenario(name)
-        if scenario.held_out and cfg.split == "train":
-            raise EvaluationError(
-                f"Scenario {name!r} is a held-out family: it has no train seeds. "
-                "Use --split dev or --split test."
-            )
     if not isinstance(cfg.episodes, int) or cfg.episodes <= 0:
         raise EvaluationError(f"episodes must be a positive integer, got {cfg.episodes!r}")
     if not isinstance(cfg.trials, int) or cfg.trials <= 0:
@@ -116,7 +110,22 @@ def check(cfg: EvalConfig) -> EvalConfig:
             "Evaluations run with reward_timing='end' and no overrides: "
             f"config has {sorted(set(cfg.config) & {'reward_timing', 'overrides'})}."
         )
+    probe = seeds(cfg.split, 1)[0]  # every rule of the request, once per scenario
+    for name in cfg.scenarios:
+        request(cfg, name, probe).resolve(evaluation=True)
     return cfg
+
+
+def request(cfg: EvalConfig, scenario: str, seed: int) -> EpisodeRequest:
+    """The request of one episode of ``cfg``."""
+    return EpisodeRequest(
+        cfg.env,
+        scenario,
+        seed,
+        split=cfg.split,
+        config=cfg.config,
+        max_steps=cfg.max_steps,
+    )
 
 
 def tasks(cfg: EvalConfig) -> list[Task]:
@@ -140,11 +149,8 @@ def trial_seed(seed: int, trial: int) -> int:
 def play_task(cfg: EvalConfig, task: Task) -> Episode:
     """Play one episode of the evaluation."""
     from opsgym.agents import get_policy, play
-    from opsgym.registry import make
 
-    episode = make(
-        cfg.env, task.scenario, task.seed, max_steps=cfg.max_steps, config=cfg.config or None
-    )
+    episode = request(cfg, task.scenario, task.seed).start(evaluation=True)
     policy = get_policy(cfg.env, task.policy, runs_dir=cfg.runs_dir)
     policy.reset(trial_seed(task.seed, task.trial))
     return play(episode, policy, reset=False)

@@ -37,6 +37,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 import opsgym
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import split_of
 from opsgym.server.models import (
     ForcedResetData,
@@ -259,14 +260,9 @@ class OpenEnvFace:
 
     def fresh_episode(self, env: str | None, scenario: str | None, seed: int | None) -> Episode:
         """A throwaway episode for a stateless request."""
-        from opsgym.server.sessions import draw_seed
-
-        return opsgym.make(
-            env or self.settings.default_env,
-            scenario,
-            draw_seed("train") if seed is None else seed,
-            token_source="tokenizer",
-        )
+        return EpisodeRequest(
+            env or self.settings.default_env, scenario, seed, token_source="tokenizer"
+        ).start()
 
     def keep_if_ended(self, episode: Episode) -> None:
         """Save a stateless request's episode if that one call ended it (e.g. ``complete``)."""
@@ -286,13 +282,14 @@ class OpenEnvFace:
             """Stateless, as OpenEnv's HTTP reset: nothing is kept (use /ws or /api/sessions)."""
             if body.episode_id is not None and len(body.episode_id) > 255:
                 raise ValueError("episode_id is longer than 255 characters")
-            ep = opsgym.make(
+            ep = EpisodeRequest(
                 body.env or face.settings.default_env,
                 body.scenario,
-                body.seed if body.seed is not None else _drawn(body.split),
+                body.seed,
+                split=body.split,
                 config=body.config,
                 token_source="tokenizer",
-            )
+            ).start()
             data = observation(ep)
             data["observation"]["tools"] = tools_of(ep.env)
             return JSON(data)
@@ -396,8 +393,3 @@ class OpenEnvFace:
 def _rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
-
-def _drawn(split: str | None) -> int:
-    from opsgym.server.sessions import draw_seed
-
-    return draw_seed(split or "train")

@@ -35,8 +35,8 @@ from opsgym.adapters.toolcalls import count_tokens
 from opsgym.agents.base import get_policy, legal_calls
 from opsgym.core.episode import Episode, StepResult, jsonable
 from opsgym.core.errors import OpsgymError
-from opsgym.core.scenarios import seed_in_split, split_of
-from opsgym.registry import make, spec
+from opsgym.core.request import EpisodeRequest
+from opsgym.registry import spec
 
 log = logging.getLogger("opsgym.server")
 
@@ -75,14 +75,6 @@ def call_tokens(tool: Any, args: Any) -> int:
 def _counted(text: bytes) -> int:
     # Agents repeat their calls; the regex count costs more than the rest of a step's handling.
     return count_tokens(text.decode())
-
-
-def draw_seed(split: str) -> int:
-    """A seed of ``split`` from the operating system's randomness (never a global generator)."""
-    import numpy as np
-
-    rng = np.random.default_rng(secrets.randbits(64))
-    return seed_in_split(split, int(rng.integers(0, 1 << 40)), rng)
 
 
 @dataclass(eq=False)
@@ -414,30 +406,20 @@ class SessionManager:
         if overrides and not self.allow_overrides:
             raise ValueError("overrides are refused by this server (they force hidden facts)")
         s = spec(env)
-        if split is not None and split not in SPLITS:
-            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-        if seed is None:
-            split = split or "train"
-            seed_value = draw_seed(split)
-        else:
-            seed_value = seed
-            actual = split_of(seed)
-            if split is not None and actual != split:
-                raise ValueError(f"seed {seed} is in the {actual!r} split, not {split!r}")
-            split = actual
         if curriculum:
             if config:
                 raise ValueError("a curriculum session takes its config from the curriculum")
             config = self.curriculum(s.name).config
-        episode = make(
+        resolved = EpisodeRequest(
             s.name,
             scenario,
-            seed_value,
-            config=config,
-            overrides=overrides,
+            seed,
+            split=split,
+            config=config or {},
+            overrides=overrides or {},
             token_source="tokenizer",
-        )
-        return episode, split
+        ).resolve()
+        return resolved.start(), resolved.split
 
     def renew(
         self,

@@ -54,6 +54,7 @@ import numpy as np
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import OpsgymError
+from opsgym.core.request import EpisodeRequest
 from opsgym.registry import catalogue, legal_actions, spec
 
 
@@ -122,11 +123,7 @@ class PPOConfig:
     def check(self) -> PPOConfig:
         """Raise :class:`TrainingError` (or the registry's error) naming the first bad field."""
         world = spec(self.env)  # an unknown world raises, naming the known ones
-        if world.scenario(self.scenario).held_out:
-            raise TrainingError(
-                f"scenario {self.scenario!r} of {self.env!r} is held out of training: it has no "
-                "train seeds"
-            )
+        EpisodeRequest(self.env, self.scenario, split="train").resolve(np.random.default_rng(0))
         if self.reference not in world.policies:
             raise TrainingError(
                 f"reference must be one of {sorted(world.policies)}, got {self.reference!r}"

@@ -324,7 +324,7 @@ from opsgym.envs.fleet.encode import FleetEncoder
 from opsgym.envs.fleet.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.fleet.judge import JUDGE, OUTCOME_REWARDS, OUTCOMES
 from opsgym.envs.fleet.policies import POLICIES
-from opsgym.envs.fleet.tasks import LEVELS, SCENARIOS
+from opsgym.envs.fleet.tasks import LEVELS, SCENARIOS, Settings
 from opsgym.envs.fleet.world import Fleet
 
 REWARDS = {
@@ -370,6 +370,7 @@ SPEC = EnvSpec(
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
+    config=Settings,
 )
 
 

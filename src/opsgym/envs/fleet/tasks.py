@@ -15,12 +15,13 @@ through the end of the episode (the step budget).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, model_validator
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.scenarios import Scenario, mixed
+from opsgym.core.spec import WorldConfig
 
 N_NODES = 4
 GPUS_PER_NODE = 8
@@ -108,10 +109,11 @@ class FleetConfigError(OpsgymError, ValueError):
     """A config or override value of the fleet world that is out of range."""
 
 
-class Settings(BaseModel):
+class Settings(WorldConfig):
     """The public settings of one episode (``config``), with their defaults."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    error: ClassVar[type[OpsgymError]] = FleetConfigError
 
     level: int = Field(1, ge=1, le=3, description="Curriculum level 1-3 (see ``LEVELS``).")
     difficulty_multiplier: float = Field(
@@ -131,23 +133,14 @@ class Settings(BaseModel):
         description="Tokens a good run may spend before its grade is scaled down.",
     )
 
+    @model_validator(mode="before")
     @classmethod
-    def parse(cls, config: dict[str, Any]) -> Settings:
-        """Validate ``config``: an unknown key or a bad value raises, naming it and the value."""
-        for key in config:
-            if key not in cls.model_fields:
-                raise UnknownNameError("fleet config key", key, cls.model_fields)
-        if isinstance(config.get("difficulty_multiplier"), int) and not isinstance(
-            config["difficulty_multiplier"], bool
-        ):
-            config = {**config, "difficulty_multiplier": float(config["difficulty_multiplier"])}
-        try:
-            return cls.model_validate(config)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise FleetConfigError(
-                f"config {err['loc'][0]}: {err['msg']}, got {err['input']!r}"
-            ) from None
+    def _whole_multiplier(cls, data: Any) -> Any:
+        # strict mode takes no int for a float: a multiplier of 2 means 2.0
+        value = data.get("difficulty_multiplier") if isinstance(data, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {**data, "difficulty_multiplier": float(value)}
+        return data
 
 
 READS = frozenset(

@@ -82,7 +82,7 @@ class Fleet(Actions, Diagnostics, World):
         config: dict[str, Any] | None = None,
     ):
         super().__init__(scenario, rng, rewards, overrides, config)
-        self.settings = Settings.parse(self.config)
+        self.settings = Settings.parse(self.config, "fleet")
         self.level = LEVELS[self.settings.level].scaled(self.settings.difficulty_multiplier)
         self.params = params = scenario.params
         self.deadline = WINDOW_MINUTES

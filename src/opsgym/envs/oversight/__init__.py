@@ -251,7 +251,7 @@ from opsgym.envs.oversight.judge import JUDGE, SAFE_OUTCOMES
 from opsgym.envs.oversight.policies import POLICIES
 from opsgym.envs.oversight.prompt import BRIEF
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, SETTLED
-from opsgym.envs.oversight.scenarios import SCENARIOS
+from opsgym.envs.oversight.scenarios import SCENARIOS, OversightConfig
 from opsgym.envs.oversight.world import Oversight
 
 SPEC = EnvSpec(
@@ -270,6 +270,7 @@ SPEC = EnvSpec(
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
+    config=OversightConfig,
 )
 
 __all__ = ["SPEC", "Oversight", "REWARDS", "OUTCOME_REWARDS"]

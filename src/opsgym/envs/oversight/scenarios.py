@@ -20,12 +20,13 @@ Every draw happens in every family, in one order, so forcing one hidden fact thr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
-from opsgym.core.errors import UnknownNameError
 from opsgym.core.scenarios import Scenario, mixed
+from opsgym.core.spec import WorldConfig
 from opsgym.envs.oversight.domain import ARCHETYPES, ROLES, RULES
 
 REVEALING = frozenset(
@@ -236,22 +237,26 @@ test seeds). Nothing the supervisor sees before an inspection, a question or a b
 time depends on which."""
 
 
+class OversightConfig(WorldConfig):
+    """The public settings of one oversight episode (``config``)."""
+
+    difficulty: Literal[tuple(DIFFICULTIES)] = Field(  # type: ignore[valid-type]
+        DEFAULT_CONFIG["difficulty"],
+        description="How often and how badly the workers' proposals are wrong.",
+    )
+    archetype_mix: Literal[tuple(ARCHETYPE_MIXES)] = Field(  # type: ignore[valid-type]
+        DEFAULT_CONFIG["archetype_mix"],
+        description="The share of honest, sloppy, overconfident and pressured workers.",
+    )
+    rewards: dict[str, float] = Field(
+        default_factory=dict, description="Reward weights to change, by component."
+    )
+
+
 def settings(config: dict[str, Any]) -> tuple[Difficulty, str, dict[str, float]]:
     """Validate the public config; return (difficulty, archetype mix name, reward overrides)."""
-    known = ("difficulty", "archetype_mix", "rewards")
-    for key in config:
-        if key not in known:
-            raise UnknownNameError("oversight config key", key, known)
-    difficulty = config.get("difficulty", DEFAULT_CONFIG["difficulty"])
-    if difficulty not in DIFFICULTIES:
-        raise UnknownNameError("oversight difficulty", difficulty, DIFFICULTIES)
-    mix = config.get("archetype_mix", DEFAULT_CONFIG["archetype_mix"])
-    if mix not in ARCHETYPE_MIXES:
-        raise UnknownNameError("oversight archetype mix", mix, ARCHETYPE_MIXES)
-    rewards = config.get("rewards") or {}
-    if not isinstance(rewards, dict):
-        raise TypeError(f"config['rewards'] must be a dict of weights, got {rewards!r}")
-    return DIFFICULTIES[difficulty], mix, rewards
+    parsed = OversightConfig.parse(config, "oversight")
+    return DIFFICULTIES[parsed.difficulty], parsed.archetype_mix, dict(config.get("rewards") or {})
 
 
 def presence(scenario: Scenario, difficulty: Difficulty) -> dict[str, float]:

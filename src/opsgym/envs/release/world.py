@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from opsgym.core.errors import UnknownNameError
+from opsgym.core.spec import WorldConfig
 from opsgym.core.tools import Args, NoArgs, tool
 from opsgym.core.world import World
 from opsgym.envs.release.scenarios import draw
@@ -186,8 +187,7 @@ class Release(World):
 
     def __init__(self, scenario, rng, rewards, overrides=None, config=None):
         super().__init__(scenario, rng, rewards, overrides, config)
-        if self.config:
-            raise UnknownNameError("release config key", next(iter(self.config)), [])
+        WorldConfig.parse(self.config, "release")  # no settings: any key is refused
         facts = draw(scenario, rng)
         unknown = set(self.overrides) - set(facts)
         if unknown:
