@@ -197,6 +197,32 @@ def test_episode_rows_carry_what_statistics_need(url: str, records: list[dict[st
             store.episode_record(10_000)
 
 
+def test_episodes_come_newest_first_on_request_filtered_by_acceptance_and_counted(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    with open_store(url) as store:
+        ids = [store.add_episode(r, policy="oracle", split="test") for r in records]
+        accepted = [i for i, r in zip(ids, records, strict=True)
+                    if (r["verdict"] or {}).get("accepted")]  # fmt: skip
+        assert 0 < len(accepted) < len(ids)  # both kinds, and one with no verdict at all
+        assert [r["id"] for r in store.episodes()] == ids  # oldest first, as before
+        assert [r["id"] for r in store.episodes(order="newest")] == ids[::-1]
+        assert [r["id"] for r in store.episodes(order="newest", limit=2, offset=1)] == ids[-2:-4:-1]
+        assert [r["id"] for r in store.episodes(accepted=True)] == accepted
+        refused = [r["id"] for r in store.episodes(accepted=False, order="newest")]
+        assert refused == [i for i in ids[::-1] if i not in accepted]
+        assert store.count_episodes() == len(ids)
+        assert store.count_episodes(accepted=True) == len(accepted)
+        assert store.count_episodes(accepted=False) == len(ids) - len(accepted)
+        assert store.count_episodes(env="oversight", accepted=True) == len(
+            store.episodes(env="oversight", accepted=True)
+        )
+        with pytest.raises(ValueError, match="order must be one of oldest, newest; got 'up'"):
+            store.episodes(order="up")
+        with pytest.raises(NotFoundError):
+            store.count_episodes(evaluation="missing")
+
+
 # -- the lean path of an evaluation -----------------------------------------------------------
 
 _STAMP = store_records.PREPARED_COLUMNS.index("created_at")

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import URL, Connection, Dialect, Engine, func, select, text
+from sqlalchemy import URL, Connection, Dialect, Engine, func, or_, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -36,6 +36,8 @@ from opsgym.store.rows import (
 )
 
 _KEY = ("policy", "scenario", "seed", "trial")
+ORDERS = ("oldest", "newest")
+"""How :meth:`Store.episodes` may sort: by id, oldest or newest first."""
 ENTRY_KEYS = ("record", "policy", "split", "trial", "evaluation", "extras")
 """What an entry of :meth:`Store.add_episodes` may hold."""
 T = TypeVar("T")
@@ -342,39 +344,60 @@ class Store:
         evaluation: Evaluation | str | None = None,
         outcome: str | None = None,
         split: str | None = None,
+        accepted: bool | None = None,
+        order: str = "oldest",
         limit: int | None = None,
         offset: int = 0,
     ) -> list[EpisodeRow]:
-        """Stored episodes matching every filter given, oldest first, without their events.
+        """Stored episodes matching every filter given (equal to it), without their events.
+
+        ``accepted`` keeps the episodes whose verdict accepted (``True``) or did not (``False``:
+        refused, or never judged); ``order`` is ``oldest`` first (by id, the default) or
+        ``newest`` first; ``limit`` and ``offset`` cut a page from that order.
 
         Raises:
             NotFoundError: no evaluation of that name.
+            ValueError: an unknown ``order``.
         """
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {order!r}.")
         name = _name(evaluation)
-        query = (
-            select(EvaluationModel.name, *episode_columns())
-            .outerjoin(EvaluationModel, EpisodeModel.evaluation_id == EvaluationModel.id)
-            .order_by(EpisodeModel.id)
-            .offset(offset)
-            .limit(limit)
-        )
-        filters = {
-            EpisodeModel.env: env,
-            EpisodeModel.scenario: scenario,
-            EpisodeModel.family: family,
-            EpisodeModel.policy: policy,
-            EpisodeModel.outcome: outcome,
-            EpisodeModel.split: split,
-            EvaluationModel.name: name,
-        }
-        for column, value in filters.items():
-            if value is not None:
-                query = query.where(column == value)
+        equal = {"env": env, "scenario": scenario, "family": family, "policy": policy,
+                 "outcome": outcome, "split": split}  # fmt: skip
+        query = _filtered(select(EvaluationModel.name, *episode_columns()), name, accepted, equal)
+        key = EpisodeModel.id.desc() if order == "newest" else EpisodeModel.id
+        query = query.order_by(key).offset(offset).limit(limit)
         with self._read() as session:
             if name is not None:
                 self._evaluation_model(session, name)
             rows = session.execute(query).all()
         return [episode_row(row[0], tuple(row[1:])) for row in rows]
+
+    def count_episodes(
+        self,
+        *,
+        env: str | None = None,
+        scenario: str | None = None,
+        family: str | None = None,
+        policy: str | None = None,
+        evaluation: Evaluation | str | None = None,
+        outcome: str | None = None,
+        split: str | None = None,
+        accepted: bool | None = None,
+    ) -> int:
+        """How many stored episodes match every filter given (those of :meth:`episodes`).
+
+        Raises:
+            NotFoundError: no evaluation of that name.
+        """
+        name = _name(evaluation)
+        equal = {"env": env, "scenario": scenario, "family": family, "policy": policy,
+                 "outcome": outcome, "split": split}  # fmt: skip
+        query = _filtered(select(func.count()).select_from(EpisodeModel), name, accepted, equal)
+        with self._read() as session:
+            if name is not None:
+                self._evaluation_model(session, name)
+            return session.scalar(query) or 0
 
     # -- evaluations --------------------------------------------------------------------
 
@@ -548,6 +571,25 @@ class Store:
 
 _EPISODE_COLUMNS = ("id", "evaluation_id", *records.PREPARED_COLUMNS)
 _CREATED_AT = records.PREPARED_COLUMNS.index("created_at")
+
+
+def _filtered(
+    query: Any, evaluation: str | None, accepted: bool | None, equal: dict[str, Any]
+) -> Any:
+    """``query`` over episodes (joined to their evaluation) narrowed to the evaluation named,
+    the verdict's acceptance and the columns ``equal`` gives a value (``None``: any).
+    """
+    query = query.outerjoin(EvaluationModel, EpisodeModel.evaluation_id == EvaluationModel.id)
+    for column, value in equal.items():
+        if value is not None:
+            query = query.where(getattr(EpisodeModel, column) == value)
+    if evaluation is not None:
+        query = query.where(EvaluationModel.name == evaluation)
+    if accepted is True:
+        query = query.where(EpisodeModel.accepted.is_(True))
+    elif accepted is False:  # refused, or never judged (an episode cut short has no verdict)
+        query = query.where(or_(EpisodeModel.accepted.is_(False), EpisodeModel.accepted.is_(None)))
+    return query
 
 
 def _allocate_ids(connection: Connection, n: int) -> list[int]:
