@@ -35,9 +35,10 @@ SCENARIOS = {
 FACTS, VALUES, SEEDS, STEPS = 3, 3, (2, 3, 4), 8
 """Per scenario: facts forced, values of each (at most), seeds, calls per sequence."""
 
-TRUTH_PAID = ("verdict", "family", "return", "reward")
+TRUTH_PAID = ("verdict", "family", "return", "reward", "components")
 """What a session shows once its episode is over, computed from the truth by design (the
-ending step's reward pays the outcome; earlier rewards were compared step by step)."""
+ending step's reward and its components pay the outcome and the settled components; earlier
+rewards were compared step by step)."""
 
 
 def facts(env: str, scenario: str) -> list[tuple[str, dict[str, Any]]]:

@@ -85,6 +85,26 @@ def draw_seed(split: str) -> int:
     return seed_in_split(split, int(rng.integers(0, 1 << 40)), rng)
 
 
+def told(event: dict[str, Any]) -> dict[str, Any]:
+    """What the agent was told of one step: the call, the report and the reward it was paid.
+
+    ``components`` is the reward paid on that step by component, as the step returned it
+    (``StepResult.components``); ``reward`` is their sum. A settled component (computed from
+    hidden facts) accrues out of sight and shows only where it was paid, on the last step: the
+    event's ``reward`` holds what was paid, the held-back amounts are in its truth.
+    """
+    paid = event["reward"]
+    return {
+        "step": event["step"],
+        "tool": event["tool"],
+        "args": event["args"],
+        "rejected": event["rejected"],
+        "report": event["report"],
+        "reward": sum(paid.values()),
+        "components": dict(paid),
+    }
+
+
 @dataclass(eq=False)
 class Session:
     """One episode, and what the server knows of whoever drives it.
@@ -147,17 +167,7 @@ class Session:
             "verdict": None,
         }
         if history:
-            out["history"] = [
-                {
-                    "step": e["step"],
-                    "tool": e["tool"],
-                    "args": e["args"],
-                    "rejected": e["rejected"],
-                    "report": e["report"],
-                    "reward": sum(e["reward"].values()),
-                }
-                for e in ep.events
-            ]
+            out["history"] = [told(e) for e in ep.events]
         if ep.done and ep.verdict is not None:
             out["verdict"] = {**ep.verdict.to_dict(), "failed": ep.verdict.failed}
             out["family"] = ep.family.name
