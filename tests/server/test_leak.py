@@ -94,7 +94,7 @@ class Agent:
         assert created.status_code == 201, created.text
         self.sid = created.json()["id"]
         opened = reset(self.sock, **start)
-        self.wsid = state(self.sock)["episode_id"]  # unlabelled: the session's id
+        self.wsid = state(self.sock)["episode_id"]  # unlabelled: the episode's drawn id
         self.first = [self._rest(created.json(), False), self._ws(opened, False)]
 
     def _rest(self, reply: Any, ended: bool) -> str:

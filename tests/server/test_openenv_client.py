@@ -164,6 +164,19 @@ def test_generic_env_client_sees_the_verdict(serve, generic_client) -> None:
     assert verdict["accepted"] == oracle.verdict.accepted
 
 
+def test_generic_env_client_gets_a_new_episode_id_on_every_reset(serve, generic_client) -> None:
+    """Regression: ``state().episode_id`` was the connection's, the same after every reset."""
+    live = serve()
+    with generic_client(base_url=live.url).sync() as client:
+        ids = []
+        for seed in (1, 2, 3):
+            client.reset(env="release", seed=seed)
+            ids.append(client.state()["episode_id"])
+        client.reset(env="release", seed=4, episode_id="chosen")
+        assert client.state()["episode_id"] == "chosen"
+    assert len(set(ids)) == 3 and None not in ids, ids
+
+
 def test_openenv_validate_url_passes_every_criterion(serve, openenv_cli) -> None:
     """``openenv validate --url`` (runtime validation: a JSON report on stdout) passes."""
     live = serve()

@@ -63,7 +63,9 @@ def test_reset_without_data_starts_the_default_world_on_a_drawn_train_seed(share
         assert reset(sock)["type"] == "observation"
         now = state(sock)
         assert (now["env"], now["step_count"]) == ("release", 0)
-        session = shared.manager.sessions[now["episode_id"]]  # unlabelled: the session's id
+        (session,) = [  # unlabelled: the episode's drawn id, not the session's handle
+            s for s in list(shared.manager.sessions.values()) if s.state() == now
+        ]
         assert (session.kind, session.split, session.seed_given) == ("ws", "train", False)
 
 
@@ -257,3 +259,24 @@ def test_a_connection_whose_session_was_closed_gets_a_session_error(live):
         reply = act(sock, "stage")
         assert reply["data"]["code"] == "SESSION_ERROR"
         assert close_code(sock) == 1001
+
+
+def test_every_reset_on_one_connection_gives_the_new_episode_a_new_id(shared):
+    """Rollouts keyed on ``state().episode_id`` must not merge a connection's episodes."""
+    with ws(shared) as sock, ws(shared) as other:
+        drawn = []
+        for seed in (1, 2, 1):  # the same seed again is another episode all the same
+            reset(sock, env="release", seed=seed)
+            drawn.append(state(sock)["episode_id"])
+            assert state(sock)["episode_id"] == drawn[-1]  # stable within the episode
+        act(sock, "stage")
+        assert state(sock)["episode_id"] == drawn[-1]
+        reset(other, env="release", seed=1)
+        drawn.append(state(other)["episode_id"])
+        assert all(isinstance(i, str) and i for i in drawn)
+        assert len(set(drawn)) == len(drawn), drawn
+        for _ in range(2):  # a label the client chose is kept as it was given
+            reset(sock, env="release", seed=3, episode_id="mine")
+            assert state(sock)["episode_id"] == "mine"
+        reset(sock, env="release", seed=3)
+        assert state(sock)["episode_id"] not in {*drawn, "mine"}

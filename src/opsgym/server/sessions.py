@@ -117,6 +117,8 @@ class Session:
         seed_given: Whether the client chose the seed (a drawn one is shown only at the end:
             with it anyone could recompute the episode's hidden facts).
         label: The client's ``episode_id`` (OpenEnv), if it sent one.
+        episode_key: The episode's id when the client sent none: new on every reset, so that
+            rollouts keyed on ``state().episode_id`` never merge two episodes of a connection.
         driver: ``client`` while any call came from the client, else the named policy that
             made every call.
         curriculum: Whether the episode's config came from the server's curriculum, which
@@ -130,6 +132,7 @@ class Session:
     split: str
     seed_given: bool
     label: str | None = None
+    episode_key: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     driver: str | None = None
     curriculum: bool = False
     created: float = field(default_factory=time.monotonic)
@@ -177,7 +180,7 @@ class Session:
         """OpenEnv's ``State``: the episode's label and step count, and nothing hidden."""
         ep = self.episode
         return {
-            "episode_id": self.label or self.id,
+            "episode_id": self.label or self.episode_key,
             "step_count": ep.steps,
             "env": ep.env,
             "scenario": ep.scenario.name,
@@ -464,6 +467,7 @@ class SessionManager:
         self.settle(session)
         session.episode, session.split, session.seed_given = episode, split, seed is not None
         session.label, session.curriculum, session.driver = label, curriculum, None
+        session.episode_key = secrets.token_urlsafe(12)
         session.agents = {}
         session.stored, session.touched = False, time.monotonic()
         return session
