@@ -280,3 +280,18 @@ def test_every_reset_on_one_connection_gives_the_new_episode_a_new_id(shared):
             assert state(sock)["episode_id"] == "mine"
         reset(sock, env="release", seed=3)
         assert state(sock)["episode_id"] not in {*drawn, "mine"}
+
+
+def test_a_validation_error_names_the_field_and_the_reason_in_its_message(plain):
+    """OpenEnv's client shows only ``message`` and ``code``: the details must be in the text."""
+    with ws(plain) as sock:
+        reply = ask(sock, {"type": "reset", "data": {"split": "holdout", "colour": "red"}})
+        data = reply["data"]
+        assert data["code"] == "VALIDATION_ERROR"
+        assert len(data["errors"]) == 2  # the structured details stay
+        for error in data["errors"]:
+            assert error["loc"][-1] in data["message"]
+            assert error["msg"] in data["message"]
+        assert data["message"].startswith("Invalid message: ")
+        many = ask(sock, {"type": "reset", "data": {f"x{i}": i for i in range(6)}})["data"]
+        assert many["message"].endswith("and 3 more") and len(many["errors"]) == 6

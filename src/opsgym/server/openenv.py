@@ -81,6 +81,21 @@ def errors(exc: ValidationError) -> list[dict[str, Any]]:
     return exc.errors(include_url=False, include_context=False)
 
 
+def invalid(found: list[dict[str, Any]], most: int = 3) -> str:
+    """The message of a ``VALIDATION_ERROR``: each field and what is wrong with it.
+
+    OpenEnv's client shows only ``message`` and ``code`` (it drops ``errors``), so the message
+    itself names the fields: ``Invalid message: data.tool: Field required``.
+    """
+    parts = [
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'message'}: {e.get('msg', 'invalid')}"
+        for e in found[:most]
+    ]
+    if len(found) > most:
+        parts.append(f"and {len(found) - most} more")
+    return "Invalid message: " + "; ".join(parts) if parts else "Invalid message"
+
+
 def tools_of(env: str) -> list[dict[str, Any]]:
     """The tool schemas of ``env`` (OpenAI function form)."""
     return [t.schema for t in opsgym.registry.spec(env).world.tools.values()]
@@ -224,7 +239,8 @@ class OpenEnvFace:
                         _messages.validate_python(msg)
                         break
                 except ValidationError as exc:
-                    reply_bytes = _error("Invalid message", "VALIDATION_ERROR", errors=errors(exc))
+                    found = errors(exc)
+                    reply_bytes = _error(invalid(found), "VALIDATION_ERROR", errors=found)
                     if await malformed(reply_bytes):
                         break
                     continue
