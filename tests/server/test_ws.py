@@ -4,6 +4,11 @@ error codes, and the store that every ended episode reaches.
 
 from __future__ import annotations
 
+import logging
+import socket
+import time
+from typing import Any
+
 import pytest
 
 import opsgym
@@ -295,3 +300,69 @@ def test_a_validation_error_names_the_field_and_the_reason_in_its_message(plain)
         assert data["message"].startswith("Invalid message: ")
         many = ask(sock, {"type": "reset", "data": {f"x{i}": i for i in range(6)}})["data"]
         assert many["message"].endswith("and 3 more") and len(many["errors"]) == 6
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _leave(sock: Any, how: str) -> None:
+    """Send what ``how`` names, then leave without a reset having ended anything."""
+    if how == "state-then-close":
+        state(sock)
+    elif how == "state-unread-then-close":
+        sock.send('{"type": "state"}')
+    elif how == "step-before-reset":
+        assert act(sock, "stage")["data"]["code"] == "EXECUTION_ERROR"
+    elif how == "step-unread-before-reset":
+        sock.send('{"type": "step", "data": {"tool": "stage"}}')
+    elif how == "reset-unread-then-drop":  # no close frame: the TCP connection just ends
+        sock.send('{"type": "reset", "data": {"env": "release"}}')
+        sock.socket.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+LEAVING = [
+    "close-after-connect",
+    "state-then-close",
+    "state-unread-then-close",
+    "step-before-reset",
+    "step-unread-before-reset",
+    "reset-unread-then-drop",
+]
+
+
+@pytest.mark.parametrize("how", LEAVING)
+def test_a_client_leaving_without_a_reset_logs_no_error(live, how):
+    """Regression: the server logged ``Exception in ASGI application`` with a traceback when
+    a client left (10 of 10 after state-then-close); leaving is normal: a debug line at most.
+    """
+    handler = _Records()
+    # Added after the server started: uvicorn's logging config replaces handlers set before.
+    watched = [logging.getLogger(name) for name in ("uvicorn.error", "opsgym.server")]
+    for logger in watched:
+        logger.addHandler(handler)
+    try:
+        for _ in range(10):
+            with ws(live) as sock:
+                _leave(sock, how)
+        wait_until(lambda: len(live.manager) == 0, "every connection's session closes")
+        with ws(live) as sock:  # the server is still well
+            assert reset(sock, env="release", seed=1)["type"] == "observation"
+            sock.close()
+        wait_until(lambda: len(live.manager) == 0, "the last session closes")
+        time.sleep(0.2)  # a late log line from the last close
+    finally:
+        for logger in watched:
+            logger.removeHandler(handler)
+    loud = [
+        f"{r.name} {r.levelname}: {r.getMessage()}"
+        for r in handler.records
+        if r.levelno > logging.DEBUG or r.exc_info
+    ]
+    assert loud == []

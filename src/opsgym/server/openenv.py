@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import deque
 from typing import Any
@@ -56,6 +57,7 @@ DESCRIPTION = (
 )
 
 _messages: TypeAdapter[Any] = TypeAdapter(WSMessage)
+log = logging.getLogger("opsgym.server")
 
 
 def dumps(value: Any) -> bytes:
@@ -144,8 +146,12 @@ class OpenEnvFace:
         return fresh
 
     async def websocket(self, ws: WebSocket) -> None:
-        """``WS /ws``: one session for the connection's life."""
-        await ws.accept()
+        """``WS /ws``: one session for the connection's life.
+
+        A client may leave at any moment (before its first message, between a message and the
+        reply, without a ``close``): that ends the connection and its session quietly, with a
+        debug line, never an error in the server's log.
+        """
         manager, limit = self.manager, self.settings.max_message_bytes
         strikes: deque[float] = deque()
         window, most = self.settings.malformed_window_s, self.settings.malformed_limit
@@ -163,6 +169,7 @@ class OpenEnvFace:
             return False
 
         try:
+            await ws.accept()
             while True:
                 # The reaper closes an idle session's socket; one that never opened a session
                 # is closed here, or idle connections would pile up without limit.
@@ -260,16 +267,12 @@ class OpenEnvFace:
                 await ws.send_text(dumps(reply).decode())
                 if session is not None and session.done:
                     manager.settle(session)  # after the reply: the record is the server's cost
-        except WebSocketDisconnect:
-            pass
+        except WebSocketDisconnect as gone:
+            log.debug("a WebSocket client left (code %s)", gone.code)
         finally:
             if session is not None and session.id in manager.sessions:
                 manager.close(session.id)
-            if ws.application_state != WebSocketState.DISCONNECTED:
-                try:
-                    await ws.close()
-                except RuntimeError:
-                    pass
+            await _close_quietly(ws)
 
     # -- stateless HTTP, as OpenEnv's simulation mode ----------------------------------------
 
@@ -407,6 +410,16 @@ class OpenEnvFace:
         except (OpsgymError, ValueError, TypeError) as exc:
             return _rpc_error(rid, -32602, str(exc))
         return _rpc_error(rid, -32601, f"Method not found: {method!r} (tools/list, tools/call)")
+
+
+async def _close_quietly(ws: WebSocket) -> None:
+    """Close ``ws`` unless either side already has; a client already gone is not an error."""
+    if WebSocketState.DISCONNECTED in (ws.client_state, ws.application_state):
+        return
+    try:
+        await ws.close()
+    except (WebSocketDisconnect, RuntimeError, OSError) as exc:  # it left while we closed
+        log.debug("a WebSocket closed under the server: %s", type(exc).__name__)
 
 
 def _rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:
