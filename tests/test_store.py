@@ -6,6 +6,10 @@ import fnmatch
 import json
 import math
 import multiprocessing
+import os
+import socket
+import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -478,6 +482,43 @@ def test_resumed_evaluation_reports_what_it_holds(url: str, records: list[dict[s
             store.finish_evaluation("other", "finished")
         with pytest.raises(NotFoundError):
             store.evaluation("nope")
+
+
+def _runner_of(store: Any, name: str, runner: dict[str, Any]) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE evaluations SET aggregates = :a WHERE name = :n"),
+            {"a": json.dumps({"runner": runner}), "n": name},
+        )
+
+
+def test_a_running_evaluation_whose_process_died_reads_interrupted(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    """An evaluation killed outright writes nothing: its row names its process, and a reader on
+    the same host that finds the process gone marks it ``interrupted``."""
+    started = (
+        "import sys; from opsgym.store import open_store; s = open_store(sys.argv[1]); "
+        "s.start_evaluation('gone', {}); s.start_evaluation('reused', {}); "
+        "s.start_evaluation('elsewhere', {})"
+    )
+    subprocess.run([sys.executable, "-c", started, url], check=True, timeout=120)
+    with open_store(url) as store:
+        store.add_episode(records[0], policy="oracle", split="test", evaluation="gone")
+        here = store.start_evaluation("here", {})["aggregates"]["runner"]
+        assert (here["pid"], here["host"]) == (os.getpid(), socket.gethostname())
+        _runner_of(store, "reused", {**here, "since": "-1"})  # this pid, another process's
+        _runner_of(store, "elsewhere", {**here, "host": "another-host.invalid", "pid": 1})
+        statuses = {e["name"]: e["status"] for e in store.evaluations()}
+        assert statuses == {"gone": "interrupted", "reused": "interrupted",
+                            "elsewhere": "running", "here": "running"}  # fmt: skip
+        gone = store.evaluation("gone")
+        assert gone["aggregates"]["stored"] == gone["episodes"] == 1
+        assert "ended without finishing" in gone["aggregates"]["error"]
+        assert "same name ('gone')" in gone["aggregates"]["resume"]
+        resumed = store.start_evaluation("gone", {})  # resumes: its runner is this process
+        assert (resumed["resumed"], resumed["status"]) == (True, "running")
+        assert store.evaluation("gone")["status"] == "running"
 
 
 def test_duplicate_episode_in_an_evaluation_is_refused(

@@ -342,6 +342,42 @@ def test_an_evaluation_runs_in_the_background_and_lands_in_the_store(serve):
     assert len(stored(c, evaluation="tiny")) == 2
 
 
+def test_an_evaluation_that_fails_over_http_is_stored_failed_and_a_restart_resumes_it(
+    serve, monkeypatch
+):
+    """Regression: a failed evaluation stayed ``running`` in the store for ever."""
+    from opsgym.evaluation import harness
+
+    real = harness.execute
+
+    def failing(*args, **kwargs):
+        for i, item in enumerate(real(*args, **kwargs)):
+            if i == 1:
+                raise RuntimeError("the worker was lost")
+            yield item
+
+    monkeypatch.setattr(harness, "execute", failing)
+    live = serve()
+    c = live.client
+    body = {"env": "release", "policies": ["oracle"], "scenarios": ["nominal"], "episodes": 3}
+    name = c.post("/api/evaluations", json={**body, "name": "flaky"}).json()["name"]
+
+    def ended() -> dict:
+        row = c.get(f"/api/evaluations/{name}").json()
+        return row if row["job"]["status"] in ("done", "failed") else {}
+
+    failed = wait_until(ended, "the evaluation fails", limit=60)
+    assert failed["status"] == "failed"  # the store's own status, not only the job's
+    assert failed["aggregates"]["error"] == "RuntimeError: the worker was lost"
+    assert failed["episodes"] == failed["aggregates"]["stored"] == 1
+    assert "same name ('flaky')" in failed["aggregates"]["resume"]
+    assert [e["status"] for e in c.get("/api/evaluations").json()] == ["failed"]
+    monkeypatch.setattr(harness, "execute", real)
+    assert c.post("/api/evaluations", json={**body, "name": "flaky"}).status_code == 202
+    done = wait_until(ended, "the resumed evaluation ends", limit=60)
+    assert (done["status"], done["episodes"], done["job"]["total"]) == ("done", 3, 2)
+
+
 # -- OpenEnv over plain HTTP (stateless, as in OpenEnv) ---------------------------------------
 
 

@@ -25,6 +25,7 @@ from opsgym.store.models import (
     TrainingRunModel,
     utcnow,
 )
+from opsgym.store.owner import gone, runner
 from opsgym.store.rows import (
     EpisodeRow,
     Evaluation,
@@ -405,7 +406,8 @@ class Store:
         """Create evaluation ``name``, or reopen it to resume (``resumed`` says which).
 
         A resumed evaluation is marked ``running`` again; :meth:`done_keys` lists what it
-        already holds.
+        already holds. While it runs, its ``aggregates`` name this process (``runner``), so
+        that a reader can tell when it died without a word (see :mod:`opsgym.store.owner`).
 
         Raises:
             StoreError: an evaluation of that name exists with a different config (pick
@@ -418,7 +420,9 @@ class Store:
         with self._write(f"evaluation {name!r}") as session:
             found = session.scalar(select(EvaluationModel).where(EvaluationModel.name == name))
             if found is None:
-                found = EvaluationModel(name=name, config=config, status="running")
+                found = EvaluationModel(
+                    name=name, config=config, status="running", aggregates={"runner": runner()}
+                )
                 session.add(found)
                 session.flush()
                 return evaluation_row(found, 0)
@@ -428,7 +432,8 @@ class Store:
                     f"({_first_difference(found.config, config)}); resume it with the same "
                     "settings or choose another name."
                 )
-            found.status, found.updated_at = "running", utcnow()
+            found.status, found.aggregates = "running", {"runner": runner()}
+            found.updated_at = utcnow()
             return evaluation_row(found, self._count(session, found.id), resumed=True)
 
     def done_keys(self, evaluation: Evaluation | str) -> set[tuple[str, str, int, int]]:
@@ -456,12 +461,14 @@ class Store:
 
     def evaluation(self, name: str) -> Evaluation:
         """Evaluation ``name``. Raises :class:`NotFoundError` if there is none."""
+        self._settle_abandoned()
         with self._read() as session:
             found = self._evaluation_model(session, name)
             return evaluation_row(found, self._count(session, found.id))
 
     def evaluations(self) -> list[Evaluation]:
         """Every stored evaluation, oldest first."""
+        self._settle_abandoned()
         counts = (
             select(EpisodeModel.evaluation_id, func.count().label("n"))
             .group_by(EpisodeModel.evaluation_id)
@@ -474,6 +481,35 @@ class Store:
         )
         with self._read() as session:
             return [evaluation_row(model, n) for model, n in session.execute(query).all()]
+
+    def _settle_abandoned(self) -> None:
+        """Mark ``interrupted`` every running evaluation whose process, on this host, is gone.
+
+        An evaluation killed outright cannot mark itself. Each is marked only if its row is
+        unchanged since it was read (a resume elsewhere names a new runner and wins); a store
+        that cannot be written now is left as it is, and read as it is.
+        """
+        query = select(EvaluationModel).where(EvaluationModel.status == "running")
+        try:
+            with self._read() as session:
+                running = [(m.id, m.updated_at, m.aggregates) for m in session.scalars(query)]
+            for evaluation_id, seen, aggregates in running:
+                named = (aggregates or {}).get("runner")
+                if not gone(named):
+                    continue
+                with self._write("an abandoned evaluation") as session:
+                    found = session.get(EvaluationModel, evaluation_id)
+                    if found is None or found.status != "running" or found.updated_at != seen:
+                        continue
+                    found.status, found.updated_at = "interrupted", utcnow()
+                    found.aggregates = abandoned(
+                        f"its process ({named.get('pid')} on {named.get('host')}) ended "
+                        "without finishing it",
+                        found.name,
+                        self._count(session, evaluation_id),
+                    )
+        except StoreError:
+            return
 
     @staticmethod
     def _count(session: Session, evaluation_id: int) -> int:
@@ -674,6 +710,18 @@ def _listed(names: Iterable[str], most: int = 20) -> str:
         return "it holds none."
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return f"stored: {', '.join(names[:most])}{more}."
+
+
+def abandoned(why: str, name: str, stored: int) -> dict[str, Any]:
+    """The aggregates of an evaluation that ended unfinished: why, and how to resume it."""
+    return {
+        "error": why,
+        "stored": stored,
+        "resume": (
+            f"run it again with the same name ({name!r}) and settings: the {stored} episodes "
+            "stored are kept and only the missing ones are played"
+        ),
+    }
 
 
 def _check_status(status: str) -> None:
