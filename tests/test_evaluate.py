@@ -198,11 +198,67 @@ def test_a_killed_evaluation_leaves_no_half_episode_and_resumes_without_duplicat
         assert orphans == 0
         before = len(rows)
     assert before < 80
+    with open_store(db) as store:  # no word from the killed process: its death is seen
+        killed = store.evaluation("killed")
+    assert killed["status"] == "interrupted"
+    assert f"({proc.pid} on " in killed["aggregates"]["error"]
+    assert killed["aggregates"]["stored"] == before and "'killed'" in killed["aggregates"]["resume"]
     result = evaluate("fleet", ["oracle", "random"], episodes=40, db=db, name="killed")
     assert result.played == 80 - before and result.stored == 80
+    with open_store(db) as store:
+        assert store.evaluation("killed")["status"] == "done"
     with sqlite3.connect(db) as conn:
         keys = conn.execute("SELECT policy, seed, trial FROM episodes").fetchall()
     assert len(keys) == len(set(keys)) == 80
+
+
+def _stopping(after: int, exc: BaseException):
+    """A progress hook that raises ``exc`` once ``after`` episodes have come through."""
+
+    def progress(stream, total):
+        for i, item in enumerate(stream):
+            if i == after:
+                raise exc
+            yield item
+
+    return progress
+
+
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [(RuntimeError("the endpoint went away"), "failed"), (KeyboardInterrupt(), "interrupted")],
+)
+def test_an_evaluation_that_raises_or_is_stopped_is_marked_so_and_resumes(tmp_path, exc, status):
+    """Regression: an evaluation that failed stayed ``running`` in the store for ever."""
+    db = tmp_path / "e.sqlite"
+    with pytest.raises(type(exc)):
+        _small(db, progress=_stopping(5, exc))
+    with open_store(db) as store:
+        stopped = store.evaluation("small")
+    assert stopped["status"] == status
+    assert stopped["aggregates"]["error"] == f"{type(exc).__name__}: {exc}".rstrip(": ")
+    assert stopped["aggregates"]["stored"] == stopped["episodes"] == 5  # what it played is kept
+    assert "same name ('small')" in stopped["aggregates"]["resume"]
+    listed = runner.invoke(app, ["eval", "--list", "--db", str(db)])
+    assert status in listed.output
+    resumed = _small(db)
+    assert (resumed.played, resumed.stored) == (12 - 5, 12)
+    with open_store(db) as store:
+        assert store.evaluation("small")["status"] == "done"
+    assert resumed.summary == _small(tmp_path / "whole.sqlite").summary
+
+
+def test_an_evaluation_failing_before_it_plays_is_marked_failed(tmp_path, monkeypatch):
+    db = tmp_path / "e.sqlite"
+
+    def broken(*args, **kwargs):
+        raise OSError("no worker could start")
+
+    monkeypatch.setattr("opsgym.evaluation.harness.execute", broken)
+    with pytest.raises(OSError):
+        _small(db)
+    with open_store(db) as store:
+        assert store.evaluation("small")["status"] == "failed"
 
 
 # -- bad input ---------------------------------------------------------------------------

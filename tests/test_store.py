@@ -6,6 +6,10 @@ import fnmatch
 import json
 import math
 import multiprocessing
+import os
+import socket
+import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -195,6 +199,32 @@ def test_episode_rows_carry_what_statistics_need(url: str, records: list[dict[st
             store.episodes(evaluation="missing")
         with pytest.raises(NotFoundError):
             store.episode_record(10_000)
+
+
+def test_episodes_come_newest_first_on_request_filtered_by_acceptance_and_counted(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    with open_store(url) as store:
+        ids = [store.add_episode(r, policy="oracle", split="test") for r in records]
+        accepted = [i for i, r in zip(ids, records, strict=True)
+                    if (r["verdict"] or {}).get("accepted")]  # fmt: skip
+        assert 0 < len(accepted) < len(ids)  # both kinds, and one with no verdict at all
+        assert [r["id"] for r in store.episodes()] == ids  # oldest first, as before
+        assert [r["id"] for r in store.episodes(order="newest")] == ids[::-1]
+        assert [r["id"] for r in store.episodes(order="newest", limit=2, offset=1)] == ids[-2:-4:-1]
+        assert [r["id"] for r in store.episodes(accepted=True)] == accepted
+        refused = [r["id"] for r in store.episodes(accepted=False, order="newest")]
+        assert refused == [i for i in ids[::-1] if i not in accepted]
+        assert store.count_episodes() == len(ids)
+        assert store.count_episodes(accepted=True) == len(accepted)
+        assert store.count_episodes(accepted=False) == len(ids) - len(accepted)
+        assert store.count_episodes(env="oversight", accepted=True) == len(
+            store.episodes(env="oversight", accepted=True)
+        )
+        with pytest.raises(ValueError, match="order must be one of oldest, newest; got 'up'"):
+            store.episodes(order="up")
+        with pytest.raises(NotFoundError):
+            store.count_episodes(evaluation="missing")
 
 
 # -- the lean path of an evaluation -----------------------------------------------------------
@@ -452,6 +482,43 @@ def test_resumed_evaluation_reports_what_it_holds(url: str, records: list[dict[s
             store.finish_evaluation("other", "finished")
         with pytest.raises(NotFoundError):
             store.evaluation("nope")
+
+
+def _runner_of(store: Any, name: str, runner: dict[str, Any]) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE evaluations SET aggregates = :a WHERE name = :n"),
+            {"a": json.dumps({"runner": runner}), "n": name},
+        )
+
+
+def test_a_running_evaluation_whose_process_died_reads_interrupted(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    """An evaluation killed outright writes nothing: its row names its process, and a reader on
+    the same host that finds the process gone marks it ``interrupted``."""
+    started = (
+        "import sys; from opsgym.store import open_store; s = open_store(sys.argv[1]); "
+        "s.start_evaluation('gone', {}); s.start_evaluation('reused', {}); "
+        "s.start_evaluation('elsewhere', {})"
+    )
+    subprocess.run([sys.executable, "-c", started, url], check=True, timeout=120)
+    with open_store(url) as store:
+        store.add_episode(records[0], policy="oracle", split="test", evaluation="gone")
+        here = store.start_evaluation("here", {})["aggregates"]["runner"]
+        assert (here["pid"], here["host"]) == (os.getpid(), socket.gethostname())
+        _runner_of(store, "reused", {**here, "since": "-1"})  # this pid, another process's
+        _runner_of(store, "elsewhere", {**here, "host": "another-host.invalid", "pid": 1})
+        statuses = {e["name"]: e["status"] for e in store.evaluations()}
+        assert statuses == {"gone": "interrupted", "reused": "interrupted",
+                            "elsewhere": "running", "here": "running"}  # fmt: skip
+        gone = store.evaluation("gone")
+        assert gone["aggregates"]["stored"] == gone["episodes"] == 1
+        assert "ended without finishing" in gone["aggregates"]["error"]
+        assert "same name ('gone')" in gone["aggregates"]["resume"]
+        resumed = store.start_evaluation("gone", {})  # resumes: its runner is this process
+        assert (resumed["resumed"], resumed["status"]) == (True, "running")
+        assert store.evaluation("gone")["status"] == "running"
 
 
 def test_duplicate_episode_in_an_evaluation_is_refused(

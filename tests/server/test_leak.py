@@ -36,9 +36,10 @@ SCENARIOS = {
 FACTS, VALUES, SEEDS, STEPS = 3, 3, (2, 3, 4), 8
 """Per scenario: facts forced, values of each (at most), seeds, calls per sequence."""
 
-TRUTH_PAID = ("verdict", "family", "return", "reward")
+TRUTH_PAID = ("verdict", "family", "return", "reward", "components")
 """What a session shows once its episode is over, computed from the truth by design (the
-ending step's reward pays the outcome; earlier rewards were compared step by step)."""
+ending step's reward and its components pay the outcome and the settled components; earlier
+rewards were compared step by step)."""
 
 
 def facts(env: str, scenario: str) -> list[tuple[str, dict[str, Any]]]:
@@ -94,7 +95,7 @@ class Agent:
         assert created.status_code == 201, created.text
         self.sid = created.json()["id"]
         opened = reset(self.sock, **start)
-        self.wsid = state(self.sock)["episode_id"]  # unlabelled: the session's id
+        self.wsid = state(self.sock)["episode_id"]  # unlabelled: the episode's drawn id
         self.first = [self._rest(created.json(), False), self._ws(opened, False)]
 
     def _rest(self, reply: Any, ended: bool) -> str:

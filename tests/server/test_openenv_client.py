@@ -164,6 +164,36 @@ def test_generic_env_client_sees_the_verdict(serve, generic_client) -> None:
     assert verdict["accepted"] == oracle.verdict.accepted
 
 
+def test_generic_env_client_shows_which_field_is_invalid_and_why(serve, generic_client) -> None:
+    """Regression: the client raised ``Invalid message (code: VALIDATION_ERROR)`` and dropped
+    the details; the message now names the field and the reason.
+    """
+    live = serve()
+    with generic_client(base_url=live.url).sync() as client:
+        client.reset(env="release", seed=1)
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR") as bad_step:
+            client.step({"tool": "stage", "force": True})
+        assert "force" in str(bad_step.value)
+        assert "Extra inputs are not permitted" in str(bad_step.value)
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR") as bad_reset:
+            client.reset(env="release", split="holdout")
+        assert "split: " in str(bad_reset.value)
+        assert client.state()["step_count"] == 0  # the episode lives on
+
+
+def test_generic_env_client_gets_a_new_episode_id_on_every_reset(serve, generic_client) -> None:
+    """Regression: ``state().episode_id`` was the connection's, the same after every reset."""
+    live = serve()
+    with generic_client(base_url=live.url).sync() as client:
+        ids = []
+        for seed in (1, 2, 3):
+            client.reset(env="release", seed=seed)
+            ids.append(client.state()["episode_id"])
+        client.reset(env="release", seed=4, episode_id="chosen")
+        assert client.state()["episode_id"] == "chosen"
+    assert len(set(ids)) == 3 and None not in ids, ids
+
+
 def test_openenv_validate_url_passes_every_criterion(serve, openenv_cli) -> None:
     """``openenv validate --url`` (runtime validation: a JSON report on stdout) passes."""
     live = serve()

@@ -8,9 +8,11 @@ import pytest
 
 import opsgym
 from opsgym.registry import spec
+from opsgym.server.sessions import call_tokens
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
     ENVS,
     alone,
+    as_served,
     call,
     calls_of,
     create,
@@ -65,6 +67,7 @@ def test_a_tool_call_answers_the_step_and_the_session_after_it(live):
             "rejected": None,
             "report": result.report,
             "reward": result.reward,
+            "components": result.components,
             "done": False,
         }
     ]
@@ -124,6 +127,40 @@ def test_get_one_session_shows_its_history_and_get_all_lists_every_open_one(live
         "steps": 2,
         "done": False,
     }
+
+
+def test_each_step_shows_the_reward_components_paid_on_it_and_no_settled_one_before_the_end(
+    shared,
+):
+    """A settled component (computed from hidden facts) accrues out of sight: the history shows
+    what the agent was paid on each step, so it appears only on the last one.
+    """
+    env, seed = "fleet", 1
+    settled = spec(env).settled
+    solo = alone(env, "mixed", seed)
+    accrued_early = [e["step"] for e in solo.events[:-1] if e["truth"].get("accrued")]
+    assert accrued_early, "the seed must accrue a settled component before its last step"
+    twin = as_served(env, "mixed", seed, [])
+    sid = create(shared.client, env=env, scenario="mixed", seed=seed)["id"]
+    entries = []
+    while True:
+        reply = shared.client.post(f"/api/sessions/{sid}/step", json={"policy": "oracle"})
+        assert reply.status_code == 200, reply.text
+        (entry,) = reply.json()["steps"]
+        tokens = call_tokens(entry["tool"], entry["args"])
+        result = twin.step(entry["tool"], entry["args"], tokens=tokens)
+        assert entry["components"] == result.components, entry["step"]
+        assert entry["reward"] == pytest.approx(sum(entry["components"].values()))
+        assert entry["reward"] == result.reward
+        entries.append(entry)
+        if entry["done"]:
+            break
+    history = shared.client.get(f"/api/sessions/{sid}").json()["history"]
+    assert [{k: v for k, v in e.items() if k != "done"} for e in entries] == history
+    for entry in history[:-1]:
+        assert not set(entry["components"]) & settled, entry
+    assert set(history[-1]["components"]) & settled  # paid on the last step, all at once
+    assert sum(e["reward"] for e in history) == pytest.approx(twin.total_reward)
 
 
 def test_delete_closes_a_session_and_then_it_is_gone(live):
@@ -187,6 +224,37 @@ def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_
     assert calls_of(served["record"]["events"]) == calls_of(solo.events)
     assert [r["env"] for r in stored(c, policy="oracle")] == ["release"]
     assert len(stored(c, limit=2)) == 2
+
+
+def test_stored_episodes_come_newest_first_on_request_filtered_by_acceptance_and_counted(live):
+    c = live.client
+    played = [("release", "oracle", 1), ("release", "random", 2), ("fleet", "oracle", 1),
+              ("release", "random", 3), ("oversight", "oracle", 4)]  # fmt: skip
+    for env, policy, seed in played:
+        sid = create(c, env=env, scenario="mixed", seed=seed)["id"]
+        c.post(f"/api/sessions/{sid}/step", json={"policy": policy, "to_end": True})
+        live.flush()  # one at a time: the store's order is the order played
+    reply = c.get("/api/episodes")
+    oldest = reply.json()
+    assert reply.headers["x-total-count"] == str(len(played))
+    assert [(r["env"], r["policy"], r["seed"]) for r in oldest] == played  # the default, as before
+    ids = [r["id"] for r in oldest]
+    newest = c.get("/api/episodes", params={"order": "newest", "limit": 2})
+    assert [r["id"] for r in newest.json()] == ids[::-1][:2]
+    assert newest.headers["x-total-count"] == str(len(played))  # every match, not the page
+    accepted = [r["id"] for r in oldest if r["accepted"]]
+    assert 0 < len(accepted) < len(ids)
+    for value, expected in (("true", accepted), ("false", [i for i in ids if i not in accepted])):
+        page = c.get("/api/episodes", params={"accepted": value, "order": "newest"})
+        assert [r["id"] for r in page.json()] == expected[::-1]
+        assert page.headers["x-total-count"] == str(len(expected))
+    narrow = c.get("/api/episodes", params={"env": "release", "accepted": "false", "limit": 1})
+    assert len(narrow.json()) == 1
+    assert narrow.headers["x-total-count"] == str(
+        sum(1 for r in oldest if r["env"] == "release" and not r["accepted"])
+    )
+    for bad in ({"order": "upwards"}, {"accepted": "perhaps"}):
+        assert c.get("/api/episodes", params=bad).status_code == 422
 
 
 def test_an_episode_holding_an_integer_beyond_64_bits_is_saved_and_replays(live):
@@ -272,6 +340,42 @@ def test_an_evaluation_runs_in_the_background_and_lands_in_the_store(serve):
     assert done["job"]["done"] == done["job"]["total"] == 2
     assert [e["name"] for e in c.get("/api/evaluations").json()] == ["tiny"]
     assert len(stored(c, evaluation="tiny")) == 2
+
+
+def test_an_evaluation_that_fails_over_http_is_stored_failed_and_a_restart_resumes_it(
+    serve, monkeypatch
+):
+    """Regression: a failed evaluation stayed ``running`` in the store for ever."""
+    from opsgym.evaluation import harness
+
+    real = harness.execute
+
+    def failing(*args, **kwargs):
+        for i, item in enumerate(real(*args, **kwargs)):
+            if i == 1:
+                raise RuntimeError("the worker was lost")
+            yield item
+
+    monkeypatch.setattr(harness, "execute", failing)
+    live = serve()
+    c = live.client
+    body = {"env": "release", "policies": ["oracle"], "scenarios": ["nominal"], "episodes": 3}
+    name = c.post("/api/evaluations", json={**body, "name": "flaky"}).json()["name"]
+
+    def ended() -> dict:
+        row = c.get(f"/api/evaluations/{name}").json()
+        return row if row["job"]["status"] in ("done", "failed") else {}
+
+    failed = wait_until(ended, "the evaluation fails", limit=60)
+    assert failed["status"] == "failed"  # the store's own status, not only the job's
+    assert failed["aggregates"]["error"] == "RuntimeError: the worker was lost"
+    assert failed["episodes"] == failed["aggregates"]["stored"] == 1
+    assert "same name ('flaky')" in failed["aggregates"]["resume"]
+    assert [e["status"] for e in c.get("/api/evaluations").json()] == ["failed"]
+    monkeypatch.setattr(harness, "execute", real)
+    assert c.post("/api/evaluations", json={**body, "name": "flaky"}).status_code == 202
+    done = wait_until(ended, "the resumed evaluation ends", limit=60)
+    assert (done["status"], done["episodes"], done["job"]["total"]) == ("done", 3, 2)
 
 
 # -- OpenEnv over plain HTTP (stateless, as in OpenEnv) ---------------------------------------

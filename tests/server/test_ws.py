@@ -4,6 +4,11 @@ error codes, and the store that every ended episode reaches.
 
 from __future__ import annotations
 
+import logging
+import socket
+import time
+from typing import Any
+
 import pytest
 
 import opsgym
@@ -63,7 +68,9 @@ def test_reset_without_data_starts_the_default_world_on_a_drawn_train_seed(share
         assert reset(sock)["type"] == "observation"
         now = state(sock)
         assert (now["env"], now["step_count"]) == ("release", 0)
-        session = shared.manager.sessions[now["episode_id"]]  # unlabelled: the session's id
+        (session,) = [  # unlabelled: the episode's drawn id, not the session's handle
+            s for s in list(shared.manager.sessions.values()) if s.state() == now
+        ]
         assert (session.kind, session.split, session.seed_given) == ("ws", "train", False)
 
 
@@ -257,3 +264,105 @@ def test_a_connection_whose_session_was_closed_gets_a_session_error(live):
         reply = act(sock, "stage")
         assert reply["data"]["code"] == "SESSION_ERROR"
         assert close_code(sock) == 1001
+
+
+def test_every_reset_on_one_connection_gives_the_new_episode_a_new_id(shared):
+    """Rollouts keyed on ``state().episode_id`` must not merge a connection's episodes."""
+    with ws(shared) as sock, ws(shared) as other:
+        drawn = []
+        for seed in (1, 2, 1):  # the same seed again is another episode all the same
+            reset(sock, env="release", seed=seed)
+            drawn.append(state(sock)["episode_id"])
+            assert state(sock)["episode_id"] == drawn[-1]  # stable within the episode
+        act(sock, "stage")
+        assert state(sock)["episode_id"] == drawn[-1]
+        reset(other, env="release", seed=1)
+        drawn.append(state(other)["episode_id"])
+        assert all(isinstance(i, str) and i for i in drawn)
+        assert len(set(drawn)) == len(drawn), drawn
+        for _ in range(2):  # a label the client chose is kept as it was given
+            reset(sock, env="release", seed=3, episode_id="mine")
+            assert state(sock)["episode_id"] == "mine"
+        reset(sock, env="release", seed=3)
+        assert state(sock)["episode_id"] not in {*drawn, "mine"}
+
+
+def test_a_validation_error_names_the_field_and_the_reason_in_its_message(plain):
+    """OpenEnv's client shows only ``message`` and ``code``: the details must be in the text."""
+    with ws(plain) as sock:
+        reply = ask(sock, {"type": "reset", "data": {"split": "holdout", "colour": "red"}})
+        data = reply["data"]
+        assert data["code"] == "VALIDATION_ERROR"
+        assert len(data["errors"]) == 2  # the structured details stay
+        for error in data["errors"]:
+            assert error["loc"][-1] in data["message"]
+            assert error["msg"] in data["message"]
+        assert data["message"].startswith("Invalid message: ")
+        many = ask(sock, {"type": "reset", "data": {f"x{i}": i for i in range(6)}})["data"]
+        assert many["message"].endswith("and 3 more") and len(many["errors"]) == 6
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _leave(sock: Any, how: str) -> None:
+    """Send what ``how`` names, then leave without a reset having ended anything."""
+    if how == "state-then-close":
+        state(sock)
+    elif how == "state-unread-then-close":
+        sock.send('{"type": "state"}')
+    elif how == "step-before-reset":
+        assert act(sock, "stage")["data"]["code"] == "EXECUTION_ERROR"
+    elif how == "step-unread-before-reset":
+        sock.send('{"type": "step", "data": {"tool": "stage"}}')
+    elif how == "reset-unread-then-drop":  # no close frame: the TCP connection just ends
+        sock.send('{"type": "reset", "data": {"env": "release"}}')
+        sock.socket.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+LEAVING = [
+    "close-after-connect",
+    "state-then-close",
+    "state-unread-then-close",
+    "step-before-reset",
+    "step-unread-before-reset",
+    "reset-unread-then-drop",
+]
+
+
+@pytest.mark.parametrize("how", LEAVING)
+def test_a_client_leaving_without_a_reset_logs_no_error(live, how):
+    """Regression: the server logged ``Exception in ASGI application`` with a traceback when
+    a client left (10 of 10 after state-then-close); leaving is normal: a debug line at most.
+    """
+    handler = _Records()
+    # Added after the server started: uvicorn's logging config replaces handlers set before.
+    watched = [logging.getLogger(name) for name in ("uvicorn.error", "opsgym.server")]
+    for logger in watched:
+        logger.addHandler(handler)
+    try:
+        for _ in range(10):
+            with ws(live) as sock:
+                _leave(sock, how)
+        wait_until(lambda: len(live.manager) == 0, "every connection's session closes")
+        with ws(live) as sock:  # the server is still well
+            assert reset(sock, env="release", seed=1)["type"] == "observation"
+            sock.close()
+        wait_until(lambda: len(live.manager) == 0, "the last session closes")
+        time.sleep(0.2)  # a late log line from the last close
+    finally:
+        for logger in watched:
+            logger.removeHandler(handler)
+    loud = [
+        f"{r.name} {r.levelname}: {r.getMessage()}"
+        for r in handler.records
+        if r.levelno > logging.DEBUG or r.exc_info
+    ]
+    assert loud == []

@@ -56,6 +56,29 @@ def default_name(cfg: EvalConfig) -> str:
     ).replace("/", "_")
 
 
+def _abandon(store: Any, writer: Writer, name: str, exc: BaseException) -> None:
+    """Keep what was played and mark evaluation ``name`` ``failed`` (it raised) or
+    ``interrupted`` (Ctrl-C, ``SystemExit``), with the error and how to resume.
+
+    Never raises over ``exc``: a store that cannot take the mark (the store may be why it
+    failed) leaves the evaluation ``running`` under this process, and a reader on this host
+    marks it ``interrupted`` once the process has exited (:mod:`opsgym.store.owner`).
+    """
+    from opsgym.store.store import abandoned
+
+    status = "failed" if isinstance(exc, Exception) else "interrupted"
+    try:
+        writer.flush()
+    except Exception as lost:  # noqa: BLE001 -- the first error is the one to raise
+        exc.add_note(f"episodes in hand were not stored: {type(lost).__name__}: {lost}")
+    try:
+        stored = store.evaluation(name)["episodes"]
+        why = f"{type(exc).__name__}: {exc}".rstrip(": ")
+        store.finish_evaluation(name, status, abandoned(why, name, stored))
+    except Exception as unmarked:  # noqa: BLE001
+        exc.add_note(f"evaluation {name!r} could not be marked {status}: {unmarked}")
+
+
 def evaluate(
     env: str,
     policies: Sequence[str],
@@ -88,7 +111,10 @@ def evaluate(
         workers: Local worker processes, this one among them.
         ray: ``local``, ``auto`` or a Ray address: run episodes as Ray tasks instead.
         db: The store (path or SQLAlchemy URL); ``None``: ``OPSGYM_DB`` or the default file.
-        name: The evaluation's name; a stored name resumes where it stopped.
+        name: The evaluation's name; a stored name resumes where it stopped. An evaluation
+            that raises is stored ``failed``, one stopped (Ctrl-C) ``interrupted``, each with
+            the error and how to resume it in its ``aggregates``; one whose process was killed
+            reads ``interrupted`` once that is seen (:mod:`opsgym.store.owner`).
         out: Write ``results.json``, ``episodes.csv``, ``report.md`` and charts here.
         progress: Wraps the stream of finished episodes (a progress bar).
         runs_dir: Where ``ppo:runs:NAME`` and ``hf:runs:NAME`` policies are found (``runs``).
@@ -111,29 +137,28 @@ def evaluate(
     name = name or default_name(cfg)
     with heap_frozen(), open_store(db) as store:
         store.start_evaluation(name, cfg.to_dict())  # creates it, or resumes it
-        done = store.done_keys(name)
-        todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]
         played = 0
         writer = Writer(store)
         try:
+            done = store.done_keys(name)
+            todo = [t for t in tasks(cfg) if (t.policy, t.scenario, t.seed, t.trial) not in done]
             stream = execute(cfg, todo, workers=workers, ray=ray, store=store, name=name)
             for item in progress(stream, len(todo)) if progress else stream:
                 if "prepared" in item:
                     writer.add(item["prepared"])
                 played += 1
             writer.flush()
-        except BaseException:
-            writer.flush()
-            store.finish_evaluation(name, "interrupted", None)
+            rows = store.episodes(evaluation=name, limit=None)
+            s = spec(env)
+            summary = summarise(
+                rows,
+                outcomes=s.outcome_rewards,
+                safe_outcomes=s.safe_outcomes,
+                trials=cfg.trials,
+            )
+        except BaseException as exc:
+            _abandon(store, writer, name, exc)
             raise
-        rows = store.episodes(evaluation=name, limit=None)
-        s = spec(env)
-        summary = summarise(
-            rows,
-            outcomes=s.outcome_rewards,
-            safe_outcomes=s.safe_outcomes,
-            trials=cfg.trials,
-        )
         store.finish_evaluation(name, "done", {"summary": summary})
     result = EvaluationResult(name, cfg, summary, played, len(rows))
     if out is not None:

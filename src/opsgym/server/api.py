@@ -31,7 +31,7 @@ from opsgym.server.models import (
 )
 from opsgym.server.openenv import JSON, tools_of
 from opsgym.server.policies import check_policy
-from opsgym.server.sessions import Session, SessionManager
+from opsgym.server.sessions import Session, SessionManager, told
 
 SPLITS = ("train", "dev", "test")
 
@@ -73,15 +73,9 @@ def describe_env(name: str) -> dict[str, Any]:
 
 def _step_entry(session: Session, index: int) -> dict[str, Any]:
     event = session.episode.events[index]
-    return {
-        "step": event["step"],
-        "tool": event["tool"],
-        "args": event["args"],
-        "rejected": event["rejected"],
-        "report": event["report"],
-        "reward": sum(event["reward"].values()),
-        "done": event["done"],
-    }
+    entry = told(event)
+    entry["done"] = event["done"]
+    return entry
 
 
 class Jobs:
@@ -342,22 +336,39 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
         evaluation: str | None = Query(None, max_length=200),
         outcome: str | None = Query(None, max_length=64),
         split: str | None = Query(None, pattern="^(train|dev|test)$"),
+        accepted: bool | None = Query(
+            None, description="Only episodes the judge accepted (true) or did not (false)."
+        ),
+        order: str = Query(
+            "oldest", pattern="^(oldest|newest)$", description="By id: oldest or newest first."
+        ),
         limit: int = Query(100, ge=1, le=1000),
         offset: int = Query(0, ge=0, le=2**62),
     ) -> JSON:
-        """Stored episodes matching every filter, oldest first (without their events)."""
-        rows = store().episodes(
-            env=env,
-            scenario=scenario,
-            family=family,
-            policy=policy,
-            evaluation=evaluation,
-            outcome=outcome,
-            split=split,
-            limit=limit,
-            offset=offset,
+        """Stored episodes matching every filter (without their events): a page of them.
+
+        The body is the page, a JSON list, oldest first unless ``order=newest``; the header
+        ``X-Total-Count`` holds how many episodes match the filters in all, so a client pages
+        with ``limit`` and ``offset`` up to it. ``accepted=false`` counts every episode whose
+        verdict did not accept, those cut short without a verdict among them.
+        """
+        filters = {
+            "env": env,
+            "scenario": scenario,
+            "family": family,
+            "policy": policy,
+            "evaluation": evaluation,
+            "outcome": outcome,
+            "split": split,
+            "accepted": accepted,
+        }
+        db = store()
+        rows = db.episodes(**filters, order=order, limit=limit, offset=offset)
+        total = db.count_episodes(**filters)
+        return JSON(
+            [{**r, "created_at": r["created_at"].isoformat()} for r in rows],
+            headers={TOTAL_HEADER: str(total)},
         )
-        return JSON([{**r, "created_at": r["created_at"].isoformat()} for r in rows])
 
     # Store ids are 64-bit: a larger one is a 422 here, not an overflow in the database.
     stored_id = Path(ge=0, le=2**63 - 1, description="A stored episode's id.")
@@ -421,6 +432,9 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
     api.routes.sort(key=lambda route: getattr(route, "path", "") != HOT_ROUTE)
     return api
 
+
+TOTAL_HEADER = "X-Total-Count"
+"""The header of ``GET /api/episodes`` that counts every matching episode, past the page."""
 
 HOT_ROUTE = "/api/sessions/{session_id}/step"
 """The REST route called on every step, matched first."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import deque
 from typing import Any
@@ -57,6 +58,7 @@ DESCRIPTION = (
 )
 
 _messages: TypeAdapter[Any] = TypeAdapter(WSMessage)
+log = logging.getLogger("opsgym.server")
 
 
 def dumps(value: Any) -> bytes:
@@ -80,6 +82,21 @@ class JSON(Response):
 def errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's ``errors()`` without what cannot be JSON (exception objects, URLs)."""
     return exc.errors(include_url=False, include_context=False)
+
+
+def invalid(found: list[dict[str, Any]], most: int = 3) -> str:
+    """The message of a ``VALIDATION_ERROR``: each field and what is wrong with it.
+
+    OpenEnv's client shows only ``message`` and ``code`` (it drops ``errors``), so the message
+    itself names the fields: ``Invalid message: data.tool: Field required``.
+    """
+    parts = [
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'message'}: {e.get('msg', 'invalid')}"
+        for e in found[:most]
+    ]
+    if len(found) > most:
+        parts.append(f"and {len(found) - most} more")
+    return "Invalid message: " + "; ".join(parts) if parts else "Invalid message"
 
 
 def tools_of(env: str) -> list[dict[str, Any]]:
@@ -130,8 +147,12 @@ class OpenEnvFace:
         return fresh
 
     async def websocket(self, ws: WebSocket) -> None:
-        """``WS /ws``: one session for the connection's life."""
-        await ws.accept()
+        """``WS /ws``: one session for the connection's life.
+
+        A client may leave at any moment (before its first message, between a message and the
+        reply, without a ``close``): that ends the connection and its session quietly, with a
+        debug line, never an error in the server's log.
+        """
         manager, limit = self.manager, self.settings.max_message_bytes
         strikes: deque[float] = deque()
         window, most = self.settings.malformed_window_s, self.settings.malformed_limit
@@ -149,6 +170,7 @@ class OpenEnvFace:
             return False
 
         try:
+            await ws.accept()
             while True:
                 # The reaper closes an idle session's socket; one that never opened a session
                 # is closed here, or idle connections would pile up without limit.
@@ -225,7 +247,8 @@ class OpenEnvFace:
                         _messages.validate_python(msg)
                         break
                 except ValidationError as exc:
-                    reply_bytes = _error("Invalid message", "VALIDATION_ERROR", errors=errors(exc))
+                    found = errors(exc)
+                    reply_bytes = _error(invalid(found), "VALIDATION_ERROR", errors=found)
                     if await malformed(reply_bytes):
                         break
                     continue
@@ -245,16 +268,12 @@ class OpenEnvFace:
                 await ws.send_text(dumps(reply).decode())
                 if session is not None and session.done:
                     manager.settle(session)  # after the reply: the record is the server's cost
-        except WebSocketDisconnect:
-            pass
+        except WebSocketDisconnect as gone:
+            log.debug("a WebSocket client left (code %s)", gone.code)
         finally:
             if session is not None and session.id in manager.sessions:
                 manager.close(session.id)
-            if ws.application_state != WebSocketState.DISCONNECTED:
-                try:
-                    await ws.close()
-                except RuntimeError:
-                    pass
+            await _close_quietly(ws)
 
     # -- stateless HTTP, as OpenEnv's simulation mode ----------------------------------------
 
@@ -388,6 +407,16 @@ class OpenEnvFace:
         except (OpsgymError, ValueError, TypeError) as exc:
             return _rpc_error(rid, -32602, str(exc))
         return _rpc_error(rid, -32601, f"Method not found: {method!r} (tools/list, tools/call)")
+
+
+async def _close_quietly(ws: WebSocket) -> None:
+    """Close ``ws`` unless either side already has; a client already gone is not an error."""
+    if WebSocketState.DISCONNECTED in (ws.client_state, ws.application_state):
+        return
+    try:
+        await ws.close()
+    except (WebSocketDisconnect, RuntimeError, OSError) as exc:  # it left while we closed
+        log.debug("a WebSocket closed under the server: %s", type(exc).__name__)
 
 
 def _rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:

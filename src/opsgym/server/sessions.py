@@ -77,6 +77,26 @@ def _counted(text: bytes) -> int:
     return count_tokens(text.decode())
 
 
+def told(event: dict[str, Any]) -> dict[str, Any]:
+    """What the agent was told of one step: the call, the report and the reward it was paid.
+
+    ``components`` is the reward paid on that step by component, as the step returned it
+    (``StepResult.components``); ``reward`` is their sum. A settled component (computed from
+    hidden facts) accrues out of sight and shows only where it was paid, on the last step: the
+    event's ``reward`` holds what was paid, the held-back amounts are in its truth.
+    """
+    paid = event["reward"]
+    return {
+        "step": event["step"],
+        "tool": event["tool"],
+        "args": event["args"],
+        "rejected": event["rejected"],
+        "report": event["report"],
+        "reward": sum(paid.values()),
+        "components": dict(paid),
+    }
+
+
 @dataclass(eq=False)
 class Session:
     """One episode, and what the server knows of whoever drives it.
@@ -89,6 +109,8 @@ class Session:
         seed_given: Whether the client chose the seed (a drawn one is shown only at the end:
             with it anyone could recompute the episode's hidden facts).
         label: The client's ``episode_id`` (OpenEnv), if it sent one.
+        episode_key: The episode's id when the client sent none: new on every reset, so that
+            rollouts keyed on ``state().episode_id`` never merge two episodes of a connection.
         driver: ``client`` while any call came from the client, else the named policy that
             made every call.
         curriculum: Whether the episode's config came from the server's curriculum, which
@@ -102,6 +124,7 @@ class Session:
     split: str
     seed_given: bool
     label: str | None = None
+    episode_key: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     driver: str | None = None
     curriculum: bool = False
     created: float = field(default_factory=time.monotonic)
@@ -139,17 +162,7 @@ class Session:
             "verdict": None,
         }
         if history:
-            out["history"] = [
-                {
-                    "step": e["step"],
-                    "tool": e["tool"],
-                    "args": e["args"],
-                    "rejected": e["rejected"],
-                    "report": e["report"],
-                    "reward": sum(e["reward"].values()),
-                }
-                for e in ep.events
-            ]
+            out["history"] = [told(e) for e in ep.events]
         if ep.done and ep.verdict is not None:
             out["verdict"] = {**ep.verdict.to_dict(), "failed": ep.verdict.failed}
             out["family"] = ep.family.name
@@ -159,7 +172,7 @@ class Session:
         """OpenEnv's ``State``: the episode's label and step count, and nothing hidden."""
         ep = self.episode
         return {
-            "episode_id": self.label or self.id,
+            "episode_id": self.label or self.episode_key,
             "step_count": ep.steps,
             "env": ep.env,
             "scenario": ep.scenario.name,
@@ -440,6 +453,7 @@ class SessionManager:
         self.settle(session)
         session.episode, session.split, session.seed_given = episode, split, seed is not None
         session.label, session.curriculum, session.driver = label, curriculum, None
+        session.episode_key = secrets.token_urlsafe(12)
         session.agents = {}
         session.stored, session.touched = False, time.monotonic()
         return session

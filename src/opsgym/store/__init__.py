@@ -22,7 +22,9 @@ Tables (:mod:`opsgym.store.models`):
   report, the reward paid, the clock, the event's hash) and ``truth_hidden`` (the hidden state of
   the world after each step). **The truth is hidden**: it is for judges, audits and inspection
   after the fact, and must never be served to an agent while an episode runs.
-* ``evaluations``: name, config, status (running, done, failed, interrupted), aggregates.
+* ``evaluations``: name, config, status (running, done, failed, interrupted), aggregates. A
+  running evaluation names its process; one whose process died on this host reads
+  ``interrupted`` (:mod:`opsgym.store.owner`), and any of them resumes under its name.
 * ``training_runs``: name, kind, env, config, status, curves, checkpoint.
 
 Guarantees: an episode is written in one transaction, with all its events or not at all (an

@@ -25,7 +25,9 @@ class Evaluation(TypedDict):
         name: Its unique name (what ``opsgym eval --name`` resumes).
         config: The settings it runs with, as given to ``start_evaluation``.
         status: ``running``, ``done``, ``failed`` or ``interrupted``.
-        aggregates: The summary written by ``finish_evaluation``, or ``None``.
+        aggregates: What ``finish_evaluation`` wrote (the summary when ``done``; ``error``,
+            ``stored`` and how to ``resume`` when ``failed`` or ``interrupted``); while
+            ``running``, the ``runner`` process.
         episodes: How many episodes it holds.
         created_at: When it was first started.
         updated_at: When it was last started or finished.

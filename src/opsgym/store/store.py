@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import URL, Connection, Dialect, Engine, func, select, text
+from sqlalchemy import URL, Connection, Dialect, Engine, func, or_, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -25,6 +25,7 @@ from opsgym.store.models import (
     TrainingRunModel,
     utcnow,
 )
+from opsgym.store.owner import gone, runner
 from opsgym.store.rows import (
     EpisodeRow,
     Evaluation,
@@ -36,6 +37,8 @@ from opsgym.store.rows import (
 )
 
 _KEY = ("policy", "scenario", "seed", "trial")
+ORDERS = ("oldest", "newest")
+"""How :meth:`Store.episodes` may sort: by id, oldest or newest first."""
 ENTRY_KEYS = ("record", "policy", "split", "trial", "evaluation", "extras")
 """What an entry of :meth:`Store.add_episodes` may hold."""
 T = TypeVar("T")
@@ -342,39 +345,60 @@ class Store:
         evaluation: Evaluation | str | None = None,
         outcome: str | None = None,
         split: str | None = None,
+        accepted: bool | None = None,
+        order: str = "oldest",
         limit: int | None = None,
         offset: int = 0,
     ) -> list[EpisodeRow]:
-        """Stored episodes matching every filter given, oldest first, without their events.
+        """Stored episodes matching every filter given (equal to it), without their events.
+
+        ``accepted`` keeps the episodes whose verdict accepted (``True``) or did not (``False``:
+        refused, or never judged); ``order`` is ``oldest`` first (by id, the default) or
+        ``newest`` first; ``limit`` and ``offset`` cut a page from that order.
 
         Raises:
             NotFoundError: no evaluation of that name.
+            ValueError: an unknown ``order``.
         """
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {order!r}.")
         name = _name(evaluation)
-        query = (
-            select(EvaluationModel.name, *episode_columns())
-            .outerjoin(EvaluationModel, EpisodeModel.evaluation_id == EvaluationModel.id)
-            .order_by(EpisodeModel.id)
-            .offset(offset)
-            .limit(limit)
-        )
-        filters = {
-            EpisodeModel.env: env,
-            EpisodeModel.scenario: scenario,
-            EpisodeModel.family: family,
-            EpisodeModel.policy: policy,
-            EpisodeModel.outcome: outcome,
-            EpisodeModel.split: split,
-            EvaluationModel.name: name,
-        }
-        for column, value in filters.items():
-            if value is not None:
-                query = query.where(column == value)
+        equal = {"env": env, "scenario": scenario, "family": family, "policy": policy,
+                 "outcome": outcome, "split": split}  # fmt: skip
+        query = _filtered(select(EvaluationModel.name, *episode_columns()), name, accepted, equal)
+        key = EpisodeModel.id.desc() if order == "newest" else EpisodeModel.id
+        query = query.order_by(key).offset(offset).limit(limit)
         with self._read() as session:
             if name is not None:
                 self._evaluation_model(session, name)
             rows = session.execute(query).all()
         return [episode_row(row[0], tuple(row[1:])) for row in rows]
+
+    def count_episodes(
+        self,
+        *,
+        env: str | None = None,
+        scenario: str | None = None,
+        family: str | None = None,
+        policy: str | None = None,
+        evaluation: Evaluation | str | None = None,
+        outcome: str | None = None,
+        split: str | None = None,
+        accepted: bool | None = None,
+    ) -> int:
+        """How many stored episodes match every filter given (those of :meth:`episodes`).
+
+        Raises:
+            NotFoundError: no evaluation of that name.
+        """
+        name = _name(evaluation)
+        equal = {"env": env, "scenario": scenario, "family": family, "policy": policy,
+                 "outcome": outcome, "split": split}  # fmt: skip
+        query = _filtered(select(func.count()).select_from(EpisodeModel), name, accepted, equal)
+        with self._read() as session:
+            if name is not None:
+                self._evaluation_model(session, name)
+            return session.scalar(query) or 0
 
     # -- evaluations --------------------------------------------------------------------
 
@@ -382,7 +406,8 @@ class Store:
         """Create evaluation ``name``, or reopen it to resume (``resumed`` says which).
 
         A resumed evaluation is marked ``running`` again; :meth:`done_keys` lists what it
-        already holds.
+        already holds. While it runs, its ``aggregates`` name this process (``runner``), so
+        that a reader can tell when it died without a word (see :mod:`opsgym.store.owner`).
 
         Raises:
             StoreError: an evaluation of that name exists with a different config (pick
@@ -395,7 +420,9 @@ class Store:
         with self._write(f"evaluation {name!r}") as session:
             found = session.scalar(select(EvaluationModel).where(EvaluationModel.name == name))
             if found is None:
-                found = EvaluationModel(name=name, config=config, status="running")
+                found = EvaluationModel(
+                    name=name, config=config, status="running", aggregates={"runner": runner()}
+                )
                 session.add(found)
                 session.flush()
                 return evaluation_row(found, 0)
@@ -405,7 +432,8 @@ class Store:
                     f"({_first_difference(found.config, config)}); resume it with the same "
                     "settings or choose another name."
                 )
-            found.status, found.updated_at = "running", utcnow()
+            found.status, found.aggregates = "running", {"runner": runner()}
+            found.updated_at = utcnow()
             return evaluation_row(found, self._count(session, found.id), resumed=True)
 
     def done_keys(self, evaluation: Evaluation | str) -> set[tuple[str, str, int, int]]:
@@ -433,12 +461,14 @@ class Store:
 
     def evaluation(self, name: str) -> Evaluation:
         """Evaluation ``name``. Raises :class:`NotFoundError` if there is none."""
+        self._settle_abandoned()
         with self._read() as session:
             found = self._evaluation_model(session, name)
             return evaluation_row(found, self._count(session, found.id))
 
     def evaluations(self) -> list[Evaluation]:
         """Every stored evaluation, oldest first."""
+        self._settle_abandoned()
         counts = (
             select(EpisodeModel.evaluation_id, func.count().label("n"))
             .group_by(EpisodeModel.evaluation_id)
@@ -451,6 +481,35 @@ class Store:
         )
         with self._read() as session:
             return [evaluation_row(model, n) for model, n in session.execute(query).all()]
+
+    def _settle_abandoned(self) -> None:
+        """Mark ``interrupted`` every running evaluation whose process, on this host, is gone.
+
+        An evaluation killed outright cannot mark itself. Each is marked only if its row is
+        unchanged since it was read (a resume elsewhere names a new runner and wins); a store
+        that cannot be written now is left as it is, and read as it is.
+        """
+        query = select(EvaluationModel).where(EvaluationModel.status == "running")
+        try:
+            with self._read() as session:
+                running = [(m.id, m.updated_at, m.aggregates) for m in session.scalars(query)]
+            for evaluation_id, seen, aggregates in running:
+                named = (aggregates or {}).get("runner")
+                if not gone(named):
+                    continue
+                with self._write("an abandoned evaluation") as session:
+                    found = session.get(EvaluationModel, evaluation_id)
+                    if found is None or found.status != "running" or found.updated_at != seen:
+                        continue
+                    found.status, found.updated_at = "interrupted", utcnow()
+                    found.aggregates = abandoned(
+                        f"its process ({named.get('pid')} on {named.get('host')}) ended "
+                        "without finishing it",
+                        found.name,
+                        self._count(session, evaluation_id),
+                    )
+        except StoreError:
+            return
 
     @staticmethod
     def _count(session: Session, evaluation_id: int) -> int:
@@ -550,6 +609,25 @@ _EPISODE_COLUMNS = ("id", "evaluation_id", *records.PREPARED_COLUMNS)
 _CREATED_AT = records.PREPARED_COLUMNS.index("created_at")
 
 
+def _filtered(
+    query: Any, evaluation: str | None, accepted: bool | None, equal: dict[str, Any]
+) -> Any:
+    """``query`` over episodes (joined to their evaluation) narrowed to the evaluation named,
+    the verdict's acceptance and the columns ``equal`` gives a value (``None``: any).
+    """
+    query = query.outerjoin(EvaluationModel, EpisodeModel.evaluation_id == EvaluationModel.id)
+    for column, value in equal.items():
+        if value is not None:
+            query = query.where(getattr(EpisodeModel, column) == value)
+    if evaluation is not None:
+        query = query.where(EvaluationModel.name == evaluation)
+    if accepted is True:
+        query = query.where(EpisodeModel.accepted.is_(True))
+    elif accepted is False:  # refused, or never judged (an episode cut short has no verdict)
+        query = query.where(or_(EpisodeModel.accepted.is_(False), EpisodeModel.accepted.is_(None)))
+    return query
+
+
 def _allocate_ids(connection: Connection, n: int) -> list[int]:
     """Ids for ``n`` new episodes. On SQLite the transaction holds the write lock (``BEGIN
     IMMEDIATE``), so the ids after the largest are free; elsewhere the table's sequence gives
@@ -632,6 +710,18 @@ def _listed(names: Iterable[str], most: int = 20) -> str:
         return "it holds none."
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return f"stored: {', '.join(names[:most])}{more}."
+
+
+def abandoned(why: str, name: str, stored: int) -> dict[str, Any]:
+    """The aggregates of an evaluation that ended unfinished: why, and how to resume it."""
+    return {
+        "error": why,
+        "stored": stored,
+        "resume": (
+            f"run it again with the same name ({name!r}) and settings: the {stored} episodes "
+            "stored are kept and only the missing ones are played"
+        ),
+    }
 
 
 def _check_status(status: str) -> None:
