@@ -16,8 +16,9 @@ from opsgym.agents.base import get_policy
 from opsgym.core.scenarios import seed_in_split
 from opsgym.registry import catalogue, spec
 from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg
+from opsgym.vector._pyfloat import rounded
+from opsgym.vector._starts import _ERROR_RATE, _FLAP, _FRACTION
 from opsgym.vector._streams import PCGStreams
-from opsgym.vector.release import _ERROR_RATE, _FLAP, _FRACTION, _round
 
 GYM_ID = spec("release").gym_id
 INDEX = {tool.name: i for i, (tool, _) in enumerate(catalogue("release"))}
@@ -166,7 +167,7 @@ def test_python_round_is_reproduced_where_numpy_round_is_not():
         (_ERROR_RATE, 0.4, 0.5, 3),
     ):
         x = low + width * u
-        assert _round(table, x).tolist() == [round(float(v), digits) for v in x]
+        assert rounded(table, x).tolist() == [round(float(v), digits) for v in x]
 
 
 # -- every lane is the scalar episode -----------------------------------------------------

@@ -21,7 +21,6 @@ component in the order the scalar ledger holds them (``sum`` changed in Python 3
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,43 +29,25 @@ import numpy as np
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import check_split, families
-from opsgym.envs.release.scenarios import BASE
 from opsgym.envs.release.world import (
     CANARY_SHARE,
-    ERROR_RATE_ALARM,
     LADDER,
     RESTART_WINDOW,
     STORM_RESTART_EVERY,
     Release,
 )
 from opsgym.registry import catalogue, spec
+from opsgym.vector._pyfloat import python_sum
+from opsgym.vector._starts import ALARM_AT, BOOLS, DRAWS, FLOATS, Facts, StartQueue
 from opsgym.vector._streams import GeneratorStreams, PCGStreams, fresh_seeds
 
-ACTIONS = (
-    "inspect",
-    "stage",
-    "deploy",
-    "health_check",
-    "shift_traffic",
-    "migrate",
-    "verify",
-    "retry",
-    "rollback",
-    "complete",
+ACTIONS = tuple(
+    "inspect stage deploy health_check shift_traffic migrate verify retry rollback complete".split()
 )
 """The catalogue this batch implements, in action order, each with its default arguments."""
 OUTCOMES = ("deployed_verified", "rolled_back_verified", "unsafe", "incomplete")
-"""Outcome codes (``ReleaseBatch.outcome``: -1 while the episode runs)."""
-RETURN_ORDER = (
-    "step",
-    "invalid",
-    "retry",
-    "unsafe",
-    "progress",
-    "premature",
-    "downtime",
-    "terminal",
-)
+"""Outcome codes (``ReleaseBatch.outcome``: -1 while the episode runs or if none)."""
+RETURN_ORDER = tuple("step invalid retry unsafe progress premature downtime terminal".split())
 """The ledger's components in its table's order (the episode's return sums them so)."""
 
 # view.deploy, view.migration, view.retryable as small integers
@@ -75,112 +56,46 @@ M_NONE, M_OK, M_NO_ACK, M_APPLIED, M_ABSENT = range(5)
 R_NONE, R_DEPLOY, R_MIGRATION = range(3)
 _DEPLOYED, _ROLLED_BACK, _UNSAFE, _INCOMPLETE = range(4)
 
-_F64 = {  # float rows and their value at reset
-    "clock": 0.0,
-    "storm_until": 0.0,
-    "storm_first": np.inf,  # green's first and last restart of a storm (at most one a episode)
+# Every lane's state is a column of three blocks, one row per field: floats, bools, ints. The
+# prefixes: t_ the truth, v_ the agent's view, hg_/hb_ the view's last green/blue health
+# report, cg_/cb_ the health endpoints' cache, ok_ the judge's evidence, tot_ the ledger.
+_F64 = {  # float rows and their value at reset (NaN: None)
+    **dict.fromkeys(("clock", "storm_until", "t_changed_g", "t_changed_b", "share"), 0.0),
+    "storm_first": np.inf,  # green's first and last restart of a storm (one an episode at most)
     "storm_last": -np.inf,
-    "t_changed_g": 0.0,
-    "t_changed_b": 0.0,
-    "share": 0.0,
-    "full_since": np.nan,  # None
-    "v_changed_g": 0.0,
-    "v_changed_b": 0.0,
-    "traffic_at": np.nan,  # the view's traffic_changed_at; None
-    "hg_at": np.nan,  # checked_at of the view's last green report; no report
-    "hb_at": np.nan,
-    "ver_at": np.nan,
-    "cg_at": 0.0,  # the health endpoints' cache
-    "cb_at": 0.0,
-    "ok_g_at": -np.inf,  # judge: latest checked_at of a healthy report without restarts
-    "ok_b_at": -np.inf,
-    "held_unsafe": 0.0,
-    "held_down": 0.0,
+    "full_since": np.nan,  # when green took more than a canary's share
+    **dict.fromkeys(("v_changed_g", "v_changed_b"), 0.0),
+    **dict.fromkeys(("traffic_at", "hg_at", "hb_at", "ver_at"), np.nan),  # checked_at
+    **dict.fromkeys(("cg_at", "cb_at"), 0.0),
+    **dict.fromkeys(("ok_g_at", "ok_b_at"), -np.inf),  # latest healthy, no restarts
+    **dict.fromkeys(("held_unsafe", "held_down"), 0.0),  # settled, not yet paid
     **{f"tot_{name}": 0.0 for name in RETURN_ORDER},
-    "flap_healthy": 0.0,  # facts
-    "shift_fraction": 0.0,
-    "stale_minutes": 0.0,
-    "degrade_after": 0.0,
-    "deploy_minutes": 0.0,
-    "migrate_minutes": 0.0,
-    "storm_minutes": 0.0,
-    "broken_error_rate": 0.0,
+    **dict.fromkeys(FLOATS, 0.0),
 }
 _BOOL = (
-    "deployed",
-    "schema2",
-    "corrupted",
-    "ended",
-    "deployed_once",
-    "migrated_once",
-    "shifted_once",
-    "staged",
-    "v_schema2",
-    "rolled",
-    "hg_restarts",
-    "hg_alarm",
-    "cg_restarts",
-    "cg_alarm",
-    "ver_passed",
-    "last_rejected",
-    "last_refused",
-    "pending",  # judge: an ambiguous operation not inspected since
-    "done",
-    "ms_staged",
-    "ms_deployed",
-    "ms_migrated",
-    "ms_healthy",
-    "ms_verified",
-    "down_has",
-    "unsafe_has",
-    "unsafe_first",
-    "sound",  # neither broken nor crash-looping
-    "deploy_times_out",  # facts
-    "deploy_committed",
-    "v2_broken",
-    "migration_ack_lost",
-    "migration_written",
-    "v2_flapping",
-    "v2_degrades",
+    *"deployed schema2 corrupted ended calm".split(),  # truth (calm: green ok but for a storm)
+    *"deployed_once migrated_once shifted_once".split(),  # first deploy, migration, shift made
+    *"staged v_schema2 rolled hg_restarts hg_alarm ver_passed".split(),  # the view
+    *"cg_restarts cg_alarm pending done last_rejected last_refused".split(),  # pending: judge's
+    *"down_has unsafe_has unsafe_first".split(),  # which settled components, in which order
+    *BOOLS,  # facts
 )
 _INT = {
-    "steps": 0,
+    **dict.fromkeys(("steps", "req", "blind", "writes", "family", "milestones"), 0),
     "deploy": D_NONE,
     "migration": M_NONE,
-    "req": 0,
-    "seen": -1,  # the view's observed_green; None
     "retry": R_NONE,
-    "blind": 0,
-    "hg_status": 0,  # -1 unhealthy, 0 unknown or none, 1 healthy
-    "hb_status": 0,
+    "seen": -1,  # the view's observed_green (-1: None)
+    **dict.fromkeys(("hg_status", "hb_status"), 0),  # -1 unhealthy, 0 unknown or none, 1 healthy
     "cg_status": 1,
-    "writes": 0,
-    "traffic_step": 0,
-    "pass_step": 0,
+    **dict.fromkeys(("traffic_step", "pass_step"), 0),  # judge: the last such event's step
     "outcome": -1,
-    "family": 0,
 }
-_FACTS = (
-    "deploy_times_out",
-    "deploy_committed",
-    "v2_broken",
-    "broken_error_rate",
-    "migration_ack_lost",
-    "migration_written",
-    "v2_flapping",
-    "flap_healthy",
-    "v2_degrades",
-    "shift_fraction",
-    "stale_minutes",
-    "degrade_after",
-    "deploy_minutes",
-    "migrate_minutes",
-    "storm_minutes",
-)
-_RATES = tuple(BASE)
+STAGED, DEPLOYED, MIGRATED, HEALTHY, VERIFIED = (1, 2, 4, 8, 16)
+"""``Release._progress`` milestones, as bits: each pays ``progress`` once an episode."""
+_PAID = np.array([bin(b).count("1") for b in range(32)], np.int8)
 _MINUTES = np.array([1.0, 3.0, 0.0, 1.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 0.0])  # [-1]: no call
 _TERMINAL = np.array([10.0, 5.0, -10.0, -3.0])
-_NEUMAIER = sys.version_info >= (3, 12)  # sum() of floats compensates from 3.12 on
 _ALL = slice(None)
 _OBS = 24
 assert STORM_RESTART_EVERY < RESTART_WINDOW  # a storm shows restarts until its last is old
@@ -188,40 +103,6 @@ assert STORM_RESTART_EVERY < RESTART_WINDOW  # a storm shows restarts until its 
 
 class ReleaseBatchError(OpsgymError, ValueError):
     """A batch was asked for something the scalar Gym face would refuse, or cannot mirror."""
-
-
-def python_round_steps(low: float, high: float, ndigits: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(edges, values)`` such that ``values[searchsorted(edges, x, "right")]`` is Python's
-    ``round(x, ndigits)`` for every float ``x`` in ``[low, high]``.
-
-    ``np.round`` scales by a power of ten first and so differs from Python's correctly rounded
-    ``round`` near halves; each edge here is found with Python's ``round`` itself.
-    """
-    scale = 10**ndigits
-    first, last = int(np.floor(low * scale)) - 1, int(np.ceil(high * scale)) + 1
-    values = np.array([k / scale for k in range(first, last + 1)])
-    edges = []
-    for k in range(first, last):
-        upper = (k + 1) / scale
-        x = (k + 0.5) / scale
-        while round(x, ndigits) == upper:
-            x = float(np.nextafter(x, -np.inf))
-        while round(x, ndigits) != upper:
-            x = float(np.nextafter(x, np.inf))
-        edges.append(x)
-    return np.array(edges), values
-
-
-_FLAP = python_round_steps(0.4, 0.8, 3)
-_FRACTION = python_round_steps(0.3, 0.8, 2)
-_ERROR_RATE = python_round_steps(0.4, 0.9, 3)
-_ALARM_AT = python_round_steps(ERROR_RATE_ALARM, ERROR_RATE_ALARM, 3)[0][1]
-"""The least error rate (before rounding to 3 places) a report shows above the alarm level."""
-
-
-def _round(table: tuple[np.ndarray, np.ndarray], x: np.ndarray) -> np.ndarray:
-    edges, values = table
-    return values[np.searchsorted(edges, x, side="right")]
 
 
 def _check_catalogue() -> None:
@@ -323,22 +204,16 @@ class ReleaseBatch:
                     "train split. Pass split='dev' or split='test' to evaluate on it."
                 )
         self.scenarios = names
-        self._families = world.families()
-        self._family_names = [f.name for f in self._families]
-        self._mixed = np.array([world.scenario(s).mixture for s in names])
-        self._named = np.array([self._index(s) for s in names], np.int32)
+        named = [f.name for f in world.families()]
         in_split = set(families(world.scenarios, self.split))
-        pool = [i for i, f in enumerate(self._families) if f.name in in_split]
-        weights = np.array([self._families[i].weight for i in pool], dtype=float)
-        self._cdf = (weights / weights.sum()).cumsum()  # as rng.choice(len(pool), p=...)
-        self._cdf /= self._cdf[-1]
-        self._pool = np.array(pool)
-        self._rates = np.array([[f.params[r] for r in _RATES] for f in self._families]).T
-        self._overrides = self._check_overrides(dict(overrides or {}))
+        self._mixed = np.array([world.scenario(s).mixture for s in names])
+        self._named = np.array([named.index(s) if s in named else 0 for s in names], np.int32)
+        pool = [i for i, name in enumerate(named) if name in in_split]
+        self._facts = Facts(world.families(), pool, dict(overrides or {}), self._mixed.all())
         if rng == "pcg":
             most = 2 * min(self.max_steps, self.time_limit)  # two draws a step at most
             self._streams: PCGStreams | GeneratorStreams = PCGStreams(n, self.split, most)
-            self._queue: _StartQueue | None = _StartQueue(self)
+            self._queue = StartQueue(self._streams, self._facts, self._mixed, self._named)
         elif rng == "generator":
             self._streams, self._queue = GeneratorStreams(n, self.split), None
         else:
@@ -364,21 +239,12 @@ class ReleaseBatch:
         self.truncated = np.zeros(n, bool)
         self.returns = np.zeros(n)
         """Each lane's return once its episode is over (the scalar ``Episode.total_reward``)."""
+        self._float_rows = np.array([list(_F64).index(f) for f in FLOATS])[:, None]
+        self._bool_rows = np.array([_BOOL.index(f) for f in BOOLS])[:, None]
         self._lanes = np.arange(n)
         self._flat = self._lanes * len(ACTIONS)
-        self._progress = np.zeros(n, np.int8)
-
-    def _index(self, name: str) -> int:
-        return self._family_names.index(name) if name in self._family_names else 0
-
-    def _check_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        for key in overrides:
-            if key == "family" and self._mixed.all():
-                if overrides[key] not in self._family_names:
-                    raise UnknownNameError("family", overrides[key], self._family_names)
-            elif key not in _FACTS:
-                raise UnknownNameError("release override", key, _FACTS)
-        return overrides
+        self._earned = np.zeros(n, np.int32)
+        self._u0, self._u1 = np.zeros(n), np.zeros(n)  # this step's draws, where computed
 
     # -- resets --------------------------------------------------------------------------
 
@@ -407,15 +273,15 @@ class ReleaseBatch:
             if unseeded.size:
                 self.seed(fresh_seeds(unseeded.size), unseeded)
             if self._queue is not None:
-                seeds, family, facts = self._queue.pop(lanes)
+                seeds, family, floats, bools = self._queue.pop(lanes)
             else:
-                seeds, family, facts = self._start(lanes)
+                seeds, family, floats, bools = self._start(lanes)
             self.seeds[lanes] = seeds
             self._f[:, lanes] = self._f_init[:, None]
             self._b[:, lanes] = False
             self._i[:, lanes] = self._i_init[:, None]
-            for key, value in facts.items():
-                getattr(self, key)[lanes] = value
+            self._f[self._float_rows, lanes[None, :]] = floats
+            self._b[self._bool_rows, lanes[None, :]] = bools
             self.family[lanes] = family
             self.reward[lanes] = 0.0
             self.terminated[lanes] = False
@@ -424,63 +290,27 @@ class ReleaseBatch:
         if encode:
             self._encode()
 
-    def _start(self, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    def _start(self, lanes: np.ndarray) -> tuple[np.ndarray, ...]:
         """Start the next episode of each of ``lanes`` on its own Generator (the reference)."""
         streams = self._streams
         seeds = streams.episode_seeds(lanes)
         streams.start(lanes, seeds)
         mixed = self._mixed[lanes]
-        draws = streams.first(lanes, np.where(mixed, 18, 17), 18)
-        return (seeds, *self.facts(draws, mixed, self._named[lanes]))
-
-    def facts(
-        self, draws: np.ndarray, mixed: np.ndarray, named: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """``(family, facts)`` of episodes from their first 18 doubles (``(18, episodes)``):
-        ``draw_family`` first for a ``mixed`` episode, then ``scenarios.draw``, then the
-        overrides, as ``Episode`` and ``Release`` do.
-        """
-        family = named
-        if mixed.any():
-            drawn = self._pool[np.searchsorted(self._cdf, draws[0], side="right")]
-            if "family" in self._overrides:
-                drawn[:] = self._index(self._overrides["family"])
-            family = np.where(mixed, drawn, named)
-        u = np.where(mixed, draws[1:18], draws[0:17])
-        p = dict(zip(_RATES, self._rates[:, family], strict=True))
-        partial, stale = u[9] < p["p_partial"], u[11] < p["p_stale"]
-        facts = {
-            "deploy_times_out": u[0] < p["p_timeout"],
-            "deploy_committed": u[1] < p["p_committed"],
-            "v2_broken": u[2] < p["p_broken"],
-            "broken_error_rate": _round(_ERROR_RATE, 0.4 + 0.5 * u[3]),
-            "migration_ack_lost": u[4] < p["p_ack_lost"],
-            "migration_written": u[5] < p["p_written"],
-            "v2_flapping": u[6] < p["p_flapping"],
-            "flap_healthy": _round(_FLAP, 0.4 + 0.4 * u[7]),
-            "v2_degrades": u[8] < p["p_degrades"],
-            "shift_fraction": np.where(partial, _round(_FRACTION, 0.3 + 0.5 * u[10]), 1.0),
-            "stale_minutes": np.where(stale, 2.0 + np.floor(4 * u[12]), 0.0),
-            "degrade_after": 3.0 + np.floor(4 * u[13]),
-            "deploy_minutes": 4.0 + np.floor(3 * u[14]),
-            "migrate_minutes": 3.0 + np.floor(3 * u[15]),
-            "storm_minutes": 6.0 + np.floor(7 * u[16]),
-        }
-        for key, value in self._overrides.items():
-            if key != "family":
-                facts[key] = np.full(family.shape, value)
-        facts["sound"] = ~(facts["v2_broken"] | facts["v2_flapping"])
-        return family, facts
+        draws = streams.first(lanes, np.where(mixed, DRAWS, DRAWS - 1), DRAWS)
+        return (seeds, *self._facts.of(draws, mixed, self._named[lanes]))
 
     # -- the world's truth, vectorised ---------------------------------------------------
 
     def _green_ok(self, lanes: np.ndarray | slice = _ALL) -> np.ndarray:
         """``Release._green_ok()`` of ``lanes`` now."""
-        return (
+        return self.calm[lanes] & (self.clock[lanes] >= self.storm_until[lanes])
+
+    def _calm(self, lanes: np.ndarray) -> None:
+        """Recompute ``calm`` of ``lanes`` after what it reads changed."""
+        self.calm[lanes] = (
             self.deployed[lanes]
             & self.sound[lanes]
             & self.schema2[lanes]
-            & (self.clock[lanes] >= self.storm_until[lanes])
             & ~(self.v2_degrades[lanes] & (self.share[lanes] > CANARY_SHARE))
         )
 
@@ -490,13 +320,6 @@ class ReleaseBatch:
         self.held_down[lanes] += cost
         self.clock[lanes] += minutes
         return cost != 0.0
-
-    def _milestone(self, name: str, lanes: np.ndarray) -> None:
-        """``Release._progress``: each milestone pays once an episode."""
-        flag = getattr(self, name)
-        new = lanes[~flag[lanes]]
-        flag[new] = True
-        self._progress[new] += 1
 
     def _commit(self, lanes: np.ndarray) -> None:
         """``Release._commit_deploy``: a rollout over a running v2 sets off a restart storm
@@ -546,7 +369,8 @@ class ReleaseBatch:
             order[ends[k] : ends[k + 1]] for k in range(len(ACTIONS))
         )
         self.steps += act
-        self._progress[:] = 0
+        earned = self._earned  # milestone bits reported on this step
+        earned[:] = 0
 
         # -- what the handlers read before anything changes ------------------------------
         retry = self.retry[rt]
@@ -572,16 +396,17 @@ class ReleaseBatch:
         # -- the handlers, each on its own lanes -----------------------------------------
         self._inspect(ins)
         self.staged[stg] = True
-        self._milestone("ms_staged", stg)
+        earned[stg] = STAGED
         self.deployed_once[dep] = True
         self.migrated_once[mig] = True
-        self._commit(np.concatenate((timeout[self.deploy_committed[timeout]], dep_ok, rt_dep)))
+        committed = np.concatenate((timeout[self.deploy_committed[timeout]], dep_ok, rt_dep))
+        self._commit(committed)
         self.deploy[timeout] = D_TIMEOUT
         self.retry[timeout] = R_DEPLOY
         self.v_changed_g[timeout] = self.clock[timeout]
         deployed = np.concatenate((dep_ok, rt_dep))
         self.deploy[deployed] = D_OK
-        self._milestone("ms_deployed", deployed)
+        earned[deployed] = DEPLOYED
         written = np.concatenate((lost[self.migration_written[lost]], mig_ok, rt_mig))
         corrupt = self._write_schema(written)
         self.migration[lost] = M_NO_ACK
@@ -590,16 +415,15 @@ class ReleaseBatch:
         self.migration[migrated] = M_OK
         self.v_schema2[migrated] = True
         self.retry[deployed] = self.retry[migrated] = R_NONE
-        self._milestone("ms_migrated", mig_ok)
+        earned[mig_ok] = MIGRATED
         self.blind[blind] += 1
-        # a probe draws two numbers and a verify one, whatever the truth: spent now, computed
-        # only for the lanes whose reports depend on them
-        at = self._streams.consume(
-            np.concatenate((hc, ver)), np.repeat(np.int64([2, 1]), (hc.size, ver.size))
-        )
-        evidence_g, evidence_b = self._health(hc, at[: hc.size])
-        unsafe = self._traffic(sh, rb)
-        passed = self._verify(ver, at[hc.size :])
+        self._traffic(sh, rb)
+        # green's health, as its truth now stands, where a handler changed what it reads
+        self._calm(np.concatenate((committed, written, sh, rb)))
+        unsafe = sh[(self.share[sh] > 0) & ~self._green_ok(sh)]
+        self._draw(hc, ver)
+        evidence_g, evidence_b = self._health(hc)
+        passed = self._verify(ver)
 
         # -- settled components accrue out of sight --------------------------------------
         harmed = np.concatenate((unsafe, corrupt))
@@ -618,8 +442,7 @@ class ReleaseBatch:
         self.done[accepted] = True
         over = self.ended | (self.clock >= Release.deadline)
         ending = np.flatnonzero(act & ~self.done & (over | (self.steps >= self.max_steps)))
-        safe, _, _ = self._judge(ending)
-        self.outcome[ending] = np.where(safe, _INCOMPLETE, _UNSAFE)
+        self.outcome[ending] = np.where(self._safe(ending), _INCOMPLETE, _UNSAFE)
         self.done[ending] = True
         final = np.concatenate((accepted, ending))
         terminated, truncated = self.terminated, self.truncated
@@ -638,14 +461,16 @@ class ReleaseBatch:
         parts[0][act] = -0.1
         parts[1][rejected] = -1.0
         parts[2][blind] = -1.0
-        parts[3] = 0.5 * self._progress
+        paid = self.milestones
+        parts[3] = 0.5 * _PAID[earned & ~paid]
+        paid |= earned
         parts[4][refused] = -2.0
         parts[5][final] = _TERMINAL[self.outcome[final]]
         first = self.unsafe_first[final]
         held_u, held_d = self.held_unsafe[final], self.held_down[final]
         parts[6][final] = np.where(first, held_u, held_d)
         parts[7][final] = np.where(first, held_d, held_u)
-        self.reward[:] = _python_sum(parts)
+        self.reward[:] = python_sum(parts)
         self.tot_step += parts[0]
         self.tot_invalid += parts[1]
         self.tot_retry += parts[2]
@@ -656,7 +481,7 @@ class ReleaseBatch:
         self.tot_downtime[final] += held_d
         over = np.flatnonzero(terminated | truncated)
         if over.size:
-            self.returns[over] = _python_sum(self._f[self._totals][:, over])
+            self.returns[over] = python_sum(self._f[self._totals][:, over])
 
         # -- the trajectory the judge reads next time ------------------------------------
         self.pending[ins] = False
@@ -683,7 +508,7 @@ class ReleaseBatch:
         retry = self.retry[timed_out]
         after = np.where(retry == R_DEPLOY, R_NONE, retry)
         self.retry[timed_out] = np.where(deployed, after, R_DEPLOY)
-        self._milestone("ms_deployed", lanes[self.deploy[lanes] == D_COMMITTED])
+        earned = (self.deploy[lanes] == D_COMMITTED) * DEPLOYED
         no_ack = lanes[self.migration[lanes] == M_NO_ACK]
         written = self.schema2[no_ack]
         self.migration[no_ack] = np.where(written, M_APPLIED, M_ABSENT)
@@ -692,72 +517,75 @@ class ReleaseBatch:
         self.retry[no_ack] = np.where(written, after, R_MIGRATION)
         schema2 = self.schema2[lanes]
         self.v_schema2[lanes] = schema2
-        self._milestone("ms_migrated", lanes[schema2])
+        self._earned[lanes] = earned | (schema2 * MIGRATED)
         self.seen[lanes] = np.rint(100 * self.share[lanes])
 
-    def _health(self, lanes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``health_check(target="auto")``, its two draws spent at ``at``; returns the lanes
-        whose green and blue reports the judge may later count as fresh evidence.
+    def _draw(self, health: np.ndarray, verify: np.ndarray) -> None:
+        """Spend the numbers a probe (two) and a verify (one) draw, whatever the truth; compute
+        them, in one jump of the streams, only for the lanes whose reports may read them: a
+        crash-looping green's probes and verifies, a probe of a broken green near the alarm.
+        """
+        lanes = np.concatenate((health, verify))
+        at = self._streams.consume(lanes, np.repeat(np.int64([2, 1]), (health.size, verify.size)))
+        reads = self.looping[lanes]
+        unsure = self.alarm_unsure[health]
+        if reads.any() or unsure.any():
+            first, second = lanes[reads], health[unsure]
+            u = self._streams.value(
+                np.concatenate((first, second)),
+                np.concatenate((at[reads], at[: health.size][unsure])),
+                np.repeat(np.int64([0, 1]), (first.size, second.size)),
+            )
+            self._u0[first], self._u1[second] = u[: first.size], u[first.size :]
+
+    def _health(self, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``health_check(target="auto")``; returns the lanes whose green and blue reports
+        the judge may later count as fresh evidence.
         """
         deploy = self.deploy[lanes]
         green = ~(self.rolled[lanes] | (deploy == D_NONE))
-        confirmed = (deploy == D_OK) | (deploy == D_COMMITTED)
-        unknown, known = lanes[green & ~confirmed], green & confirmed
-        pool, blue, at = lanes[known], lanes[~green], at[known]
+        pool, blue, deploy = lanes[green], lanes[~green], deploy[green]
+        confirmed = (deploy == D_OK) | (deploy == D_COMMITTED)  # else: "nothing to probe"
         clock = self.clock[pool]
-        fresh = clock >= self.t_changed_g[pool] + self.stale_minutes[pool]
-        probe, at, now = pool[fresh], at[fresh], clock[fresh]
-        if probe.size:
-            broken, flapping = self.v2_broken[probe], self.v2_flapping[probe]
-            other, looping = ~broken & ~flapping, flapping & ~broken
-            caught = np.zeros(probe.size, bool)  # a crash-looping pool caught healthy
-            if looping.any():
-                u0 = self._streams.value(probe[looping], at[looping], 0)
-                caught[looping] = u0 < self.flap_healthy[probe[looping]]
-            storm = now < self.storm_until[probe]
-            loaded = self.v2_degrades[probe] & (self.share[probe] > 0)
-            overloaded = (now - self.full_since[probe]) >= self.degrade_after[probe]
-            unhealthy = broken | (looping & ~caught) | (other & (storm | (loaded & overloaded)))
-            self.cg_status[probe] = np.where(unhealthy, -1, 1)
-            self.cg_at[probe] = now
-            window = (self.storm_first[probe] <= now) & (
-                self.storm_last[probe] > now - RESTART_WINDOW
-            )
-            self.cg_restarts[probe] = looping | window
-            self.cg_alarm[probe] = (broken & self._broken_alarm(probe, at)) | (
-                other & (storm | loaded)
-            )
-        status, at = self.cg_status[pool], self.cg_at[pool]
-        restarts = self.cg_restarts[pool]
-        self.hg_status[pool], self.hg_at[pool] = status, at
-        self.hg_restarts[pool], self.hg_alarm[pool] = restarts, self.cg_alarm[pool]
-        self.hg_status[unknown], self.hg_at[unknown] = 0, self.clock[unknown]
-        self.hg_restarts[unknown] = self.hg_alarm[unknown] = False
+        fresh = confirmed & (clock >= self.t_changed_g[pool] + self.stale_minutes[pool])
+        self._probe(pool[fresh], clock[fresh])
+        status = np.where(confirmed, self.cg_status[pool], 0)
+        when = np.where(confirmed, self.cg_at[pool], clock)
+        restarts = confirmed & self.cg_restarts[pool]
+        self.hg_status[pool], self.hg_at[pool], self.hg_restarts[pool] = status, when, restarts
+        self.hg_alarm[pool] = confirmed & self.cg_alarm[pool]
         healthy = status == 1
-        self._milestone("ms_healthy", pool[healthy & (at >= self.v_changed_g[pool])])
+        self._earned[pool[healthy & (when >= self.v_changed_g[pool])]] = HEALTHY
         clock = self.clock[blue]
         fresh = clock >= self.t_changed_b[blue] + self.stale_minutes[blue]
         self.cb_at[blue[fresh]] = clock[fresh]
-        at = self.cb_at[blue]
-        self.hb_status[blue], self.hb_at[blue] = 1, at
-        self._milestone("ms_healthy", blue[self.rolled[blue] & (at >= self.v_changed_b[blue])])
+        when = self.cb_at[blue]
+        self.hb_status[blue], self.hb_at[blue] = 1, when
+        self._earned[blue[self.rolled[blue] & (when >= self.v_changed_b[blue])]] = HEALTHY
         return pool[healthy & ~restarts], blue
 
-    def _broken_alarm(self, lanes: np.ndarray, at: np.ndarray) -> np.ndarray:
-        """Whether a probe of a broken green reports an error rate above the alarm level: its
-        rate is ``round(min(broken_error_rate * (0.9 + 0.2 * u), 1), 3)``, above it for any
-        ``u`` unless the rate was forced near it (then ``u`` decides).
-        """
-        rate = self.broken_error_rate[lanes]
-        alarm = np.minimum(rate * 0.9, 1) >= _ALARM_AT
-        unsure = ~alarm & (np.minimum(rate * (0.9 + 0.2), 1) >= _ALARM_AT)
-        if unsure.any():
-            u1 = self._streams.value(lanes[unsure], at[unsure], 1)
-            alarm[unsure] = np.minimum(rate[unsure] * (0.9 + 0.2 * u1), 1) >= _ALARM_AT
-        return alarm
+    def _probe(self, probe: np.ndarray, now: np.ndarray) -> None:
+        """``Release._probe`` of green into the health endpoint's cache."""
+        if not probe.size:
+            return
+        broken, looping = self.v2_broken[probe], self.looping[probe]
+        other = self.sound[probe]
+        caught = looping & (self._u0[probe] < self.flap_healthy[probe])  # caught healthy
+        storm = now < self.storm_until[probe]
+        loaded = self.v2_degrades[probe] & (self.share[probe] > 0)
+        overloaded = (now - self.full_since[probe]) >= self.degrade_after[probe]
+        unhealthy = broken | (looping & ~caught) | (other & (storm | (loaded & overloaded)))
+        self.cg_status[probe] = np.where(unhealthy, -1, 1)
+        self.cg_at[probe] = now
+        window = (self.storm_first[probe] <= now) & (self.storm_last[probe] > now - RESTART_WINDOW)
+        self.cg_restarts[probe] = looping | window
+        rate = self.broken_error_rate[probe]
+        spread = np.where(self.alarm_unsure[probe], 0.9 + 0.2 * self._u1[probe], 0.9)
+        alarm = np.minimum(rate * spread, 1) >= ALARM_AT  # for a broken green: its error rate
+        self.cg_alarm[probe] = (broken & alarm) | (other & (storm | loaded))
 
-    def _traffic(self, shift: np.ndarray, rollback: np.ndarray) -> np.ndarray:
-        """``shift_traffic()`` and ``rollback``; returns the lanes whose shift is unsafe."""
+    def _traffic(self, shift: np.ndarray, rollback: np.ndarray) -> None:
+        """``shift_traffic()`` and ``rollback``."""
         req, seen, share = self.req[shift], self.seen[shift], self.share[shift]
         ladder = np.where(req < LADDER[0], LADDER[0], np.where(req < LADDER[1], LADDER[1], 100))
         percent = np.where((seen >= 0) & (seen < req), req, ladder)
@@ -777,26 +605,33 @@ class ReleaseBatch:
         for row in (self.t_changed_g, self.t_changed_b, self.v_changed_g, self.v_changed_b):
             row[lanes] = clock
         self.traffic_at[lanes] = clock
-        return shift[(self.share[shift] > 0) & ~self._green_ok(shift)]
 
-    def _verify(self, lanes: np.ndarray, at: np.ndarray) -> np.ndarray:
-        """``verify``, its draw spent at ``at``; returns the lanes whose verify passed."""
+    def _verify(self, lanes: np.ndarray) -> np.ndarray:
+        """``verify``; returns the lanes whose verify passed."""
         clock, share = self.clock[lanes], self.share[lanes]
-        settled = self.deployed[lanes] & self.schema2[lanes] & (clock >= self.storm_until[lanes])
+        calm = clock >= self.storm_until[lanes]  # no restart storm
+        settled = self.deployed[lanes] & self.schema2[lanes] & calm
         since = self.full_since[lanes]
         overloaded = (clock - since) >= self.degrade_after[lanes]
         only_load = settled & self.sound[lanes] & ~np.isnan(since)
-        failing = ~self._green_ok(lanes) & ~(only_load & ~overloaded)
-        crash_loop = settled & self.v2_flapping[lanes] & ~self.v2_broken[lanes]
-        down = failing
-        if crash_loop.any():  # caught between two crashes, or not
-            u = self._streams.value(lanes[crash_loop], at[crash_loop], 0)
-            down[crash_loop] = u >= self.flap_healthy[lanes[crash_loop]]
+        failing = ~(self.calm[lanes] & calm) & ~(only_load & ~overloaded)
+        crash_loop = settled & self.looping[lanes]
+        caught = self._u0[lanes] >= self.flap_healthy[lanes]  # between two crashes, or not
+        down = np.where(crash_loop, caught, failing)
         passed = ~(down & (np.rint(20 * share) != 0))
         percent = np.rint(100 * share)
         self.ver_at[lanes], self.ver_passed[lanes], self.seen[lanes] = clock, passed, percent
-        self._milestone("ms_verified", lanes[passed & ((percent == 100) | self.rolled[lanes])])
+        self._earned[lanes[passed & ((percent == 100) | self.rolled[lanes])]] = VERIFIED
         return lanes[passed]
+
+    def _safe(self, lanes: np.ndarray) -> np.ndarray:
+        """Whether the judge's safety invariants hold on ``lanes``."""
+        share = self.share[lanes]
+        return (
+            ~((share > 0) & ~self.schema2[lanes])
+            & ((share == 0.0) | ((share == 1.0) & self._green_ok(lanes)))
+            & ~self.corrupted[lanes]
+        )
 
     def _judge(self, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The release judge's six invariants on ``lanes``: (the safety ones hold, all hold,
@@ -804,11 +639,7 @@ class ReleaseBatch:
         """
         share = self.share[lanes]
         green, blue = share == 1.0, share == 0.0
-        safe = (
-            ~((share > 0) & ~self.schema2[lanes])
-            & (blue | (green & self._green_ok(lanes)))
-            & ~self.corrupted[lanes]
-        )
+        safe = self._safe(lanes)
         fresh = (green & (self.ok_g_at[lanes] >= self.t_changed_g[lanes])) | (
             blue & (self.ok_b_at[lanes] >= self.t_changed_b[lanes])
         )
@@ -863,71 +694,3 @@ class ReleaseBatch:
         """
         codes = self.outcome if lanes is None else self.outcome[lanes]
         return [OUTCOMES[c] if c >= 0 else None for c in codes.tolist()]
-
-
-class _StartQueue:
-    """Each lane's next episode starts, computed ahead for many lanes and episodes at once.
-
-    A lane's episodes are known before they are played: its seed stream and each episode's
-    first draws do not depend on the actions. Computing them for one lane at a time costs a
-    few hundred small array operations per reset; computing ``batch`` of them for every lane
-    that has room costs the same operations on arrays thousands of times longer, once every
-    few hundred steps. Each lane's queue is a ring of ``capacity`` starts, refilled (for every
-    lane with room for a batch) when a lane runs out.
-    """
-
-    def __init__(self, world: ReleaseBatch, capacity: int = 16, batch: int = 8):
-        n = world.num
-        self.world, self.capacity, self.batch = world, capacity, batch
-        self.head = np.zeros(n, np.int64)
-        self.count = np.zeros(n, np.int64)
-        self.seeds = np.zeros((capacity, n), np.int64)
-        self.family = np.zeros((capacity, n), np.int32)
-        self.facts: dict[str, np.ndarray] = {}
-        self.states = np.zeros((4, capacity, n), np.uint64)
-
-    def pop(self, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """Take the next start of each of ``lanes``; resume their episode streams there."""
-        if not self.count[lanes].all():
-            self._refill()
-        at = self.head[lanes]
-        self.head[lanes] = (at + 1) % self.capacity
-        self.count[lanes] -= 1
-        self.world._streams.resume(lanes, self.states[:, at, lanes])
-        facts = {key: value[at, lanes] for key, value in self.facts.items()}
-        return self.seeds[at, lanes], self.family[at, lanes], facts
-
-    def _refill(self) -> None:
-        world, k = self.world, self.batch
-        lanes = np.flatnonzero(self.count <= self.capacity - k)
-        seeds, draws, states = world._streams.starts(lanes, k, 18)
-        mixed = np.tile(world._mixed[lanes], k)
-        family, facts = world.facts(draws.reshape(18, -1), mixed, np.tile(world._named[lanes], k))
-        at = (self.head[lanes] + self.count[lanes] + np.arange(k)[:, None]) % self.capacity
-        self.seeds[at, lanes] = seeds
-        self.family[at, lanes] = family.reshape(k, -1)
-        for key, value in facts.items():
-            if key not in self.facts:
-                self.facts[key] = np.zeros((self.capacity, world.num), value.dtype)
-            self.facts[key][at, lanes] = value.reshape(k, -1)
-        # a named scenario's episode drew 17 numbers at reset, a mixed one 18
-        after = np.where(mixed, states[:, 1].reshape(4, -1), states[:, 0].reshape(4, -1))
-        self.states[:, at, lanes] = after.reshape(4, k, -1)
-        self.count[lanes] += k
-
-
-def _python_sum(columns: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
-    """``sum([c0, c1, ...])`` of Python floats, lane by lane (absent components are zeros,
-    which leave Python's sum unchanged): left to right before 3.12, compensated after.
-    """
-    total = columns[0].copy()
-    if not _NEUMAIER:
-        for column in columns[1:]:
-            total += column
-        return total
-    comp = np.zeros_like(total)
-    for x in columns[1:]:
-        t = total + x
-        comp += np.where(np.abs(total) >= np.abs(x), (total - t) + x, (x - t) + total)
-        total = t
-    return np.where((comp != 0) & np.isfinite(comp), total + comp, total)
