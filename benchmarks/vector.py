@@ -185,7 +185,7 @@ def profile(lanes: int, steps: int) -> dict[str, float]:
     world.reset()
     spent: dict[str, float] = collections.defaultdict(float)
     klass = batched.ReleaseBatch
-    parts = ["_encode", "_inspect", "_health", "_traffic", "_verify", "_judge", "_advance"]
+    parts = ["_encode", "_inspect", "_health", "_traffic", "_verify", "_judge", "_advance", "_draw"]
     parts += ["_probe", "_safe", "_commit", "_write_schema", "_green_ok", "_calm"]
     originals = {name: getattr(klass, name) for name in parts}
 
@@ -199,11 +199,13 @@ def profile(lanes: int, steps: int) -> dict[str, float]:
 
         return run
 
-    refill = batched.StartQueue._refill
+    queue = batched.StartQueue
+    refill, pop = queue._refill, queue.pop
     try:
         for name, method in originals.items():
             setattr(klass, name, timed(name, method))
-        batched.StartQueue._refill = timed("start queue refill", refill)
+        queue._refill = timed("rng: start queue refill", refill)
+        queue.pop = timed("rng: start queue pop", pop)
         rng = np.random.default_rng(0)
         for _ in range(steps):
             done = world.done.copy()
@@ -217,8 +219,47 @@ def profile(lanes: int, steps: int) -> dict[str, float]:
     finally:
         for name, method in originals.items():
             setattr(klass, name, method)
-        batched.StartQueue._refill = refill
-    return {name: 1e3 * s / steps for name, s in spent.items()}
+        queue._refill, queue.pop = refill, pop
+    out = {name: 1e3 * s / steps for name, s in spent.items()}
+    out["rng: probe and verify draws"] = out.pop("_draw")
+    return out
+
+
+def keyed_draws(lanes: int, steps: int) -> float:
+    """Milliseconds a step that draws by key would spend on randomness (the RNG reshape the
+    module docstring weighs): a splitmix64 hash of (episode seed, purpose, index) for the 18
+    numbers of each reset and the numbers of the lanes that read a probe's or verify's draw,
+    as many as a batched step of ``lanes`` has (measured on a running batch).
+    """
+    world = batched.ReleaseBatch(lanes, "mixed")
+    world.seed(list(range(lanes)))
+    world.reset()
+    rng = np.random.default_rng(0)
+    resets = reads = 0
+    for _ in range(steps):
+        done = world.done.copy()
+        world.reset(done, encode=False)
+        actions = sample(rng, world.mask)
+        reads += int(np.sum(world.looping & ((actions == 3) | (actions == 6)) & ~done))
+        resets += int(done.sum())
+        world.step(actions, active=~done)
+    per_step_resets, per_step_reads = resets // steps, max(reads // steps, 1)
+    seeds = np.arange(per_step_resets, dtype=np.uint64)[:, None]
+    index = np.arange(18, dtype=np.uint64)[None, :]
+    other = np.arange(per_step_reads, dtype=np.uint64)
+
+    def splitmix(x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            z = x * np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)) * (1.0 / 2**53)
+
+    t0 = clock()
+    for _ in range(steps):
+        splitmix((seeds << np.uint64(8)) ^ index)  # the reset draws of the resetting lanes
+        splitmix((other << np.uint64(16)) ^ np.uint64(7))  # the draws a report reads
+    return 1e3 * (clock() - t0) / steps
 
 
 def main() -> None:
@@ -254,9 +295,10 @@ def main() -> None:
     for name, value in rows.items():
         print(f"{name:48s} {value:14,.0f} steps/s  {value / cart:8.1f}x CartPole sync")
     if args.profile:
-        print("\n# where a batched step goes (ms per step of", n, "lanes)")
+        print(f"\n# where a batched step goes (ms per step of {n} lanes; parts overlap)")
         for name, ms in sorted(profile(n, steps).items(), key=lambda kv: -kv[1]):
-            print(f"{name:24s} {ms:7.3f}")
+            print(f"{name:32s} {ms:7.3f}")
+        print(f"{'rng keyed by (seed, purpose, index)':32s} {keyed_draws(n, steps):7.3f}")
 
 
 if __name__ == "__main__":
