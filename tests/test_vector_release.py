@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +17,7 @@ import opsgym
 from opsgym.agents.base import get_policy
 from opsgym.core.scenarios import seed_in_split
 from opsgym.registry import catalogue, spec
-from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg
+from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg, _pyfloat
 from opsgym.vector._pyfloat import rounded
 from opsgym.vector._starts import _ERROR_RATE, _FLAP, _FRACTION
 from opsgym.vector._streams import PCGStreams
@@ -168,6 +170,30 @@ def test_python_round_is_reproduced_where_numpy_round_is_not():
     ):
         x = low + width * u
         assert rounded(table, x).tolist() == [round(float(v), digits) for v in x]
+
+
+def neumaier(values: list[float]) -> float:
+    """CPython 3.12's ``sum()`` of floats (Objects/bltinmodule.c), written out."""
+    total, comp = values[0], 0.0
+    for x in values[1:]:
+        t = total + x
+        comp += (total - t) + x if abs(total) >= abs(x) else (x - t) + total
+        total = t
+    return total + comp if comp and math.isfinite(comp) else total
+
+
+@pytest.mark.parametrize("compensated", [False, True])
+def test_a_steps_reward_is_summed_as_this_pythons_sum(monkeypatch, compensated):
+    monkeypatch.setattr(_pyfloat, "COMPENSATED_SUM", compensated)
+    rng = np.random.default_rng(1)
+    parts = np.where(rng.random((8, 5000)) < 0.4, 0.0, rng.normal(0, 4, (8, 5000)))
+    parts[0] = -0.1
+    ours = _pyfloat.python_sum(parts)
+    columns = [list(map(float, c)) for c in parts.T]
+    theirs = [neumaier(c) if compensated else sum(c) for c in columns]
+    assert ours.tolist() == theirs
+    if (sys.version_info >= (3, 12)) == compensated:  # this Python sums so
+        assert theirs == [sum(c) for c in columns]
 
 
 # -- every lane is the scalar episode -----------------------------------------------------
