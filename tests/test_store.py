@@ -35,7 +35,7 @@ from opsgym.store.models import Base, EpisodeModel, EventModel
 from tests.pg import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = {"episodes", "events", "evaluations", "training_runs", VERSION_TABLE}
+TABLES = {"episodes", "events", "evaluations", "training_runs", "training_jobs", VERSION_TABLE}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

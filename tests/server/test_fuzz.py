@@ -20,16 +20,19 @@ EXAMPLES = 25
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """A live server; evaluations kept to one episode, so that a fuzzed one is cheap."""
+    """A live server; evaluations kept to one episode, so that a fuzzed one is cheap, and
+    training off (a fuzzed config that passes would start a real trainer: the start route still
+    validates the body and checks the config before it refuses)."""
     db = tmp_path_factory.mktemp("fuzz") / "store.sqlite"
-    with running(db=str(db), max_eval_episodes=1, max_sessions=4096) as live:
+    with running(db=str(db), **SETTINGS) as live:
         assert live.client.get("/openapi.json").json() == SCHEMA
         yield live
 
 
 # The schema is the app's own, read at collection (what the live server serves at
 # /openapi.json, as the fixture checks); every request goes to the live server.
-SCHEMA = create_app(ServerSettings(max_eval_episodes=1, max_sessions=4096)).openapi()
+SETTINGS = {"max_eval_episodes": 1, "max_sessions": 4096, "training": False}
+SCHEMA = create_app(ServerSettings(**SETTINGS)).openapi()
 schema = schemathesis.openapi.from_dict(SCHEMA)
 
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
-from opsgym.server import api
+from opsgym.server import api, training
 from opsgym.server.guard import Guard
 from opsgym.server.openenv import JSON, OpenEnvFace, errors
 from opsgym.server.sessions import (
@@ -40,6 +40,7 @@ from opsgym.server.sessions import (
     StoreWriter,
 )
 from opsgym.server.settings import ServerSettings
+from opsgym.server.supervisor import Supervisor
 from opsgym.store.errors import NotFoundError
 
 log = logging.getLogger("opsgym.server")
@@ -50,6 +51,10 @@ The package's version is in ``/metadata``."""
 
 RETRY_AFTER_S = 5
 """What a 503 tells a client to wait before trying again."""
+
+SHUTDOWN_S = 5
+"""How long a stopping server waits for open responses (a training job's live stream lasts as
+long as the job) before it closes them."""
 
 
 def _handlers(app: FastAPI) -> None:
@@ -115,13 +120,16 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
     )
     jobs = api.Jobs(settings.db, settings.runs_dir)
     face = OpenEnvFace(manager, settings)
+    supervisor = Supervisor(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         reaper = asyncio.create_task(_reap(manager, settings.reap_interval_s))
+        await asyncio.to_thread(supervisor.open)
         try:
             yield
         finally:
+            await asyncio.to_thread(supervisor.close)
             reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
@@ -147,6 +155,8 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
     _handlers(app)
     app.include_router(face.router())
     app.include_router(api.router(manager, settings, jobs))
+    app.include_router(training.router(supervisor, settings))
+    app.state.training = supervisor
     app.add_middleware(
         Guard,
         token=settings.token,
@@ -188,4 +198,5 @@ def serve(settings: ServerSettings) -> None:
         ws_max_size=settings.max_message_bytes,
         ws_per_message_deflate=settings.ws_deflate,
         limit_concurrency=max(settings.max_sessions * 2, 64),
+        timeout_graceful_shutdown=SHUTDOWN_S,
     )

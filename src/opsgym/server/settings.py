@@ -101,6 +101,30 @@ class ServerSettings(BaseSettings):
         description="Most episodes (policies x scenarios x seeds x trials) of an "
         "evaluation started over HTTP.",
     )
+    training: bool = Field(
+        True,
+        description="Let the operator start training jobs over HTTP (/api/training), one at a "
+        "time, each a child process of its own. Off: starting one is a 403; everything else "
+        "under /api/training still answers.",
+    )
+    max_ppo_timesteps: int = Field(
+        10_000_000, ge=1, description="Most environment steps of a PPO job started over HTTP."
+    )
+    max_llm_steps: int = Field(
+        10_000, ge=1, description="Most optimizer steps of an SFT or GRPO job started over HTTP."
+    )
+    max_training_wall_s: float = Field(
+        86_400.0,
+        gt=0,
+        description="Wall time after which a training job is stopped (as by its stop route: "
+        "the trainer saves its model); a job may ask for less.",
+    )
+    training_stop_grace_s: float = Field(
+        60.0,
+        gt=0,
+        description="After a stop's SIGINT, how long a trainer has to save its model before "
+        "SIGTERM (and as long again before SIGKILL).",
+    )
     allow_overrides: bool = Field(
         False,
         description="Let a session force hidden facts (``overrides``). For leak tests only: "

@@ -26,6 +26,9 @@ Tables (:mod:`opsgym.store.models`):
   running evaluation names its process; one whose process died on this host reads
   ``interrupted`` (:mod:`opsgym.store.owner`), and any of them resumes under its name.
 * ``training_runs``: name, kind, env, config, status, curves, checkpoint.
+* ``training_jobs``: training started over HTTP: name (its run's), kind, env, config, status
+  (queued, running, stopping, succeeded, failed, stopped, lost), folder, pid and the process's
+  start time, exit code, error, times.
 
 Guarantees: an episode is written in one transaction, with all its events or not at all (an
 evaluation prepares its episodes where it plays them, see ``Store.add_prepared``); a resumed
@@ -36,7 +39,7 @@ write to one file.
 
 from opsgym.store.errors import DuplicateEpisodeError, NotFoundError, StoreError
 from opsgym.store.models import STATUSES
-from opsgym.store.rows import EpisodeRow, Evaluation, TrainingRun
+from opsgym.store.rows import EpisodeRow, Evaluation, TrainingJob, TrainingRun
 from opsgym.store.store import Store, open_store
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "NotFoundError",
     "Store",
     "StoreError",
+    "TrainingJob",
     "TrainingRun",
     "open_store",
 ]

@@ -39,6 +39,12 @@ TRUTH_COMMENT = (
 
 _STATUS_CHECK = "status IN ('running', 'done', 'failed', 'interrupted')"
 
+JOB_STATUSES = ("queued", "running", "stopping", "succeeded", "failed", "stopped", "lost")
+"""The states of a training job started over HTTP: the first three are live, the rest final
+(``lost``: its process could not be found or verified after the server restarted)."""
+
+_JOB_STATUS_CHECK = "status IN ({})".format(", ".join(f"'{s}'" for s in JOB_STATUSES))
+
 
 def utcnow() -> datetime:
     """The current time in UTC, timezone-aware."""
@@ -155,4 +161,32 @@ class TrainingRunModel(Base):
     curves: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     checkpoint: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TrainingJobModel(Base):
+    """One training job started over HTTP: a child process running a trainer, whose run (same
+    name) is in ``training_runs``. ``pid`` and ``pid_start`` (the process's start time in clock
+    ticks since boot) let a restarted server find the very process again, not one that reused
+    its pid.
+    """
+
+    __tablename__ = "training_jobs"
+    __table_args__ = (CheckConstraint(_JOB_STATUS_CHECK, name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    env: Mapped[str] = mapped_column(String(100))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20))
+    folder: Mapped[str] = mapped_column(Text)
+    max_wall_s: Mapped[float | None] = mapped_column(Double)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    pid_start: Mapped[int | None] = mapped_column(BigInteger)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -9,7 +9,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
-from opsgym.store.models import EpisodeModel, EvaluationModel, TrainingRunModel
+from opsgym.store.models import (
+    EpisodeModel,
+    EvaluationModel,
+    TrainingJobModel,
+    TrainingRunModel,
+)
 
 
 def aware(moment: datetime) -> datetime:
@@ -73,6 +78,47 @@ class TrainingRun(TypedDict):
     created_at: datetime
     updated_at: datetime
     resumed: bool
+
+
+class TrainingJob(TypedDict):
+    """A training job started over HTTP (its run, of the same name, is a :class:`TrainingRun`).
+
+    Keys:
+        id: Its row id.
+        name: Its unique name, which is its run's.
+        kind: The trainer (``ppo``, ``sft``, ``grpo``).
+        env: The environment it trains on.
+        config: The trainer's config, as validated.
+        status: ``queued``, ``running``, ``stopping``, ``succeeded``, ``failed``, ``stopped``
+            or ``lost``.
+        folder: The run's folder.
+        max_wall_s: The wall time after which it is stopped, or ``None``.
+        pid: Its process id once started, else ``None``.
+        pid_start: Its process's start time (clock ticks since boot), else ``None``.
+        exit_code: How its process exited (negative: killed by that signal), else ``None``.
+        error: Why it failed or was lost, else ``None``.
+        created_at: When it was asked for.
+        started_at: When its process started, else ``None``.
+        finished_at: When it ended, else ``None``.
+        updated_at: When it was last written.
+    """
+
+    id: int
+    name: str
+    kind: str
+    env: str
+    config: dict[str, Any]
+    status: str
+    folder: str
+    max_wall_s: float | None
+    pid: int | None
+    pid_start: int | None
+    exit_code: int | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
 
 
 EpisodeRow = TypedDict(
@@ -162,3 +208,12 @@ def training_run_row(model: TrainingRunModel, resumed: bool = False) -> Training
         updated_at=aware(model.updated_at),
         resumed=resumed,
     )
+
+
+def training_job_row(model: TrainingJobModel) -> TrainingJob:
+    """The row of ``model``."""
+    row = {name: getattr(model, name) for name in TrainingJob.__annotations__}
+    for name in ("created_at", "started_at", "finished_at", "updated_at"):
+        if row[name] is not None:
+            row[name] = aware(row[name])
+    return row  # type: ignore[return-value]

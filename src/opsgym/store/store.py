@@ -18,10 +18,12 @@ from opsgym.store import migrate, records
 from opsgym.store.engine import WRITE, make_engine, mask, resolve
 from opsgym.store.errors import DuplicateEpisodeError, NotFoundError, StoreError, one_line
 from opsgym.store.models import (
+    JOB_STATUSES,
     STATUSES,
     EpisodeModel,
     EvaluationModel,
     EventModel,
+    TrainingJobModel,
     TrainingRunModel,
     utcnow,
 )
@@ -29,10 +31,12 @@ from opsgym.store.owner import gone, runner
 from opsgym.store.rows import (
     EpisodeRow,
     Evaluation,
+    TrainingJob,
     TrainingRun,
     episode_columns,
     episode_row,
     evaluation_row,
+    training_job_row,
     training_run_row,
 )
 
@@ -604,6 +608,91 @@ class Store:
             models = session.scalars(select(TrainingRunModel).order_by(TrainingRunModel.id))
             return [training_run_row(m) for m in models]
 
+    # -- training jobs ------------------------------------------------------------------
+
+    def add_training_job(
+        self,
+        name: str,
+        *,
+        kind: str,
+        env: str,
+        config: dict[str, Any],
+        folder: str | Path,
+        max_wall_s: float | None = None,
+    ) -> TrainingJob:
+        """Record a new training job, ``queued``.
+
+        Raises:
+            StoreError: a job of that name exists.
+        """
+        config = _plain(config, "config")
+        with self._write(f"training job {name!r}") as session:
+            model = TrainingJobModel(
+                name=name,
+                kind=kind,
+                env=env,
+                config=config,
+                status="queued",
+                folder=str(folder),
+                max_wall_s=max_wall_s,
+            )
+            session.add(model)
+            session.flush()
+            return training_job_row(model)
+
+    def update_training_job(self, name: str, **fields: Any) -> TrainingJob:
+        """Set some of the job's ``status``, ``pid``, ``pid_start``, ``exit_code``, ``error``,
+        ``started_at`` and ``finished_at``.
+        """
+        unknown = sorted(set(fields) - JOB_FIELDS)
+        if unknown:
+            raise TypeError(
+                f"training jobs have no settable fields {unknown}; {sorted(JOB_FIELDS)}"
+            )
+        if "status" in fields and fields["status"] not in JOB_STATUSES:
+            raise ValueError(
+                f"status must be one of {', '.join(JOB_STATUSES)}; got {fields['status']!r}."
+            )
+        with self._write(f"training job {name!r}") as session:
+            model = self._job_model(session, name)
+            for key, value in fields.items():
+                setattr(model, key, value)
+            model.updated_at = utcnow()
+            session.flush()
+            return training_job_row(model)
+
+    def training_job(self, name: str) -> TrainingJob:
+        """Training job ``name``. Raises :class:`NotFoundError` if there is none."""
+        with self._read() as session:
+            return training_job_row(self._job_model(session, name))
+
+    def training_jobs(self, statuses: Iterable[str] | None = None) -> list[TrainingJob]:
+        """Every training job (those in ``statuses`` if given), oldest first."""
+        query = select(TrainingJobModel).order_by(TrainingJobModel.id)
+        if statuses is not None:
+            query = query.where(TrainingJobModel.status.in_(list(statuses)))
+        with self._read() as session:
+            return [training_job_row(m) for m in session.scalars(query)]
+
+    def delete_training_job(self, name: str) -> None:
+        """Forget training job ``name`` (its run, and its files, are left as they are)."""
+        with self._write(f"training job {name!r}") as session:
+            session.delete(self._job_model(session, name))
+
+    def _job_model(self, session: Session, name: str) -> TrainingJobModel:
+        found = session.scalar(select(TrainingJobModel).where(TrainingJobModel.name == name))
+        if found is None:
+            known = session.scalars(select(TrainingJobModel.name).order_by(TrainingJobModel.id))
+            raise NotFoundError(
+                f"No training job named {name!r} in {self._shown}; {_listed(known)}"
+            )
+        return found
+
+
+JOB_FIELDS = frozenset(
+    {"status", "pid", "pid_start", "exit_code", "error", "started_at", "finished_at"}
+)
+"""What :meth:`Store.update_training_job` may set."""
 
 _EPISODE_COLUMNS = ("id", "evaluation_id", *records.PREPARED_COLUMNS)
 _CREATED_AT = records.PREPARED_COLUMNS.index("created_at")

@@ -12,6 +12,7 @@ then is saved to ``model/`` and the run is marked ``interrupted``.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from opsgym.training.ppo import TrainingError
+
+log = logging.getLogger("opsgym.training")
 
 
 def run_name(env: str, kind: str, seed: int) -> str:
@@ -55,7 +58,9 @@ class Record:
             self.store.start_training_run(name, kind=kind, env=env, config=config)
 
     def update(self, curves: dict[str, list[list[float]]]) -> None:
-        """Replace the run's curves."""
+        """Replace the run's curves (and log their latest values, at INFO)."""
+        if log.isEnabledFor(logging.INFO):
+            log.info("run %s: %s", self.name, latest(curves))
         if self.store is not None:
             self.store.update_training_run(self.name, curves=curves)
 
@@ -66,6 +71,16 @@ class Record:
         if self.store is not None:
             self.store.finish_training_run(self.name, status, curves=curves, checkpoint=checkpoint)
             self.store.close()
+
+
+def latest(curves: dict[str, list[list[float]]], most: int = 12) -> str:
+    """The last point of each curve, on one line: ``step 2048: return=-3.1 safe=0.42 ...``."""
+    last = {key: points[-1] for key, points in sorted(curves.items()) if points}
+    if not last:
+        return "no curve yet"
+    step = max(int(point[0]) for point in last.values())
+    shown = " ".join(f"{key}={point[1]:.4g}" for key, point in list(last.items())[:most])
+    return f"step {step}: {shown}"
 
 
 def curves_callback(every: int = 1) -> Any:
