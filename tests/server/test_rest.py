@@ -186,7 +186,7 @@ def test_the_record_is_a_409_while_the_episode_runs_and_holds_the_truth_after(sh
     assert late["truth_included"] is True
     assert late["verdict"]["outcome"] == late["record"]["verdict"]["outcome"]
     assert all("truth" in e for e in late["record"]["events"])
-    assert late["record"]["token_source"] == "tokenizer"
+    assert late["record"]["token_source"] == "estimate"
 
 
 def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_is(live):
@@ -215,7 +215,7 @@ def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_
     assert rows["oversight"]["outcome"] == solo.verdict.outcome
     assert rows["oversight"]["steps"] == solo.steps
     for r in rows.values():
-        assert r["token_source"] == "tokenizer"
+        assert r["token_source"] == "estimate"
         replay = c.get(f"/api/episodes/{r['id']}/replay").json()
         assert replay["match"] is True and replay["recorded_hash"] == r["record_hash"]
         assert replay["verdict"]["outcome"] == r["outcome"]

@@ -133,7 +133,7 @@ def as_served(env: str, scenario: str | None, seed: int, calls: Any, **kwargs: A
     """``calls`` played in this process as a session plays them: tokens counted from each
     call's JSON (so the record, and its hash, are the ones the server stores).
     """
-    episode = opsgym.make(env, scenario, seed, token_source="tokenizer", **kwargs)
+    episode = opsgym.make(env, scenario, seed, token_source="estimate", **kwargs)
     for tool, args in calls:
         episode.step(tool, args, tokens=call_tokens(tool, args))
     return episode

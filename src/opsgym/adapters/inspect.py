@@ -172,7 +172,7 @@ def tokens(output: ModelOutput) -> tuple[int, str]:
         for c in message.tool_calls or []
     ]
     text = toolcalls.reply_text({"content": message.text, "tool_calls": calls})
-    return toolcalls.count_tokens(text), "tokenizer"
+    return toolcalls.count_tokens(text), "estimate"
 
 
 @solver

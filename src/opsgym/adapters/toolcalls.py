@@ -41,7 +41,7 @@ Nothing outside the episode's tools can run.
 
 **Tokens.** A turn's tokens are the model's output (completion tokens, reasoning included): the
 provider's ``usage.completion_tokens`` when it reports usage (``token_source="provider"``), else
-:func:`count_tokens` of the reply (``"tokenizer"``). The turn's first step is charged them, the
+:func:`count_tokens` of the reply (``"estimate"``). The turn's first step is charged them, the
 others 0, so the episode's total is the model's. The episode is built (or, before its first
 step, marked) with that source, so the record says where the counts came from.
 """
@@ -505,7 +505,7 @@ def count_tokens(text: str) -> int:
     :data:`CHARS_PER_TOKEN` characters begun, since long rare words split into several. No
     vocabulary is loaded, so nothing is downloaded and the count is the same everywhere; it is
     an estimate, used only when the endpoint reports no usage (the record's token source says
-    ``tokenizer`` then).
+    ``estimate`` then).
     """
     total = 0
     for piece in _PRETOKEN.findall(text):

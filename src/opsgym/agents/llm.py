@@ -526,7 +526,7 @@ class LLMAgent:
         counted = usage.get("completion_tokens")
         if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
             return counted, "provider"
-        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "tokenizer"
+        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "estimate"
 
     @staticmethod
     def _mark_source(episode: Episode, source: str) -> None:

@@ -49,11 +49,13 @@ HEADER_FIELDS = (
 )
 """The record's header: hashed into the root of the event chain."""
 
-TOKEN_SOURCES = ("fixed", "caller", "gym", "provider", "tokenizer", "none")
+TOKEN_SOURCES = ("fixed", "caller", "gym", "provider", "tokenizer", "estimate", "none")
 """Where an episode's token counts came from: ``fixed`` (the world's ``tokens_per_call``,
 charged by the harness), ``caller`` (``Episode.step(tokens=...)`` taken on the caller's word),
 ``gym`` (the Gym face's fixed cost), ``provider`` (an LLM endpoint's usage figures),
-``tokenizer`` (counted by a tool-calling face with a tokenizer), ``none`` (not counted)."""
+``tokenizer`` (counted by a model's own tokenizer), ``estimate`` (counted by the vocabulary-free
+estimator :func:`opsgym.adapters.toolcalls.count_tokens`, as the server and the LLM face do when
+no provider reports usage), ``none`` (not counted)."""
 
 
 def fresh(value: Any) -> Any:

@@ -280,7 +280,7 @@ class OpenEnvFace:
     def fresh_episode(self, env: str | None, scenario: str | None, seed: int | None) -> Episode:
         """A throwaway episode for a stateless request."""
         return EpisodeRequest(
-            env or self.settings.default_env, scenario, seed, token_source="tokenizer"
+            env or self.settings.default_env, scenario, seed, token_source="estimate"
         ).start()
 
     def keep_if_ended(self, episode: Episode) -> None:
@@ -307,7 +307,7 @@ class OpenEnvFace:
                 body.seed,
                 split=body.split,
                 config=body.config,
-                token_source="tokenizer",
+                token_source="estimate",
             ).start()
             data = observation(ep)
             data["observation"]["tools"] = tools_of(ep.env)

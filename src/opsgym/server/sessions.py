@@ -430,7 +430,7 @@ class SessionManager:
             split=split,
             config=config or {},
             overrides=overrides or {},
-            token_source="tokenizer",
+            token_source="estimate",
         ).resolve()
         return resolved.start(), resolved.split
 
