@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 
 from _loop import clock, random_legal_steps
+from opsgym.core.registry import specs
 from opsgym.envs.oversight.prompt import render
-from opsgym.registry import specs
 
 
 def _step_and_render(episode, name: str, args: dict) -> float:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import opsgym
-from opsgym.registry import catalogue, legal_actions
+from opsgym.core.registry import catalogue, legal_actions
 
 
 def random_valid_rollout(

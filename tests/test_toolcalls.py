@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import opsgym
 from opsgym.adapters import toolcalls as tc
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
-from opsgym.registry import catalogue, legal_actions, specs
+from opsgym.core.registry import catalogue, legal_actions, specs
 
 ENVS = sorted(specs())
 ENV_SCENARIOS = [(e, s.name) for e in ENVS for s in specs()[e].scenarios]

@@ -28,7 +28,7 @@ from opsgym.adapters.trl import (  # noqa: E402
     episode,
     prompt,
 )
-from opsgym.registry import catalogue, legal_actions, spec  # noqa: E402
+from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 
 ENVS = opsgym.list_envs()
 

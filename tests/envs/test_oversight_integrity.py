@@ -20,6 +20,7 @@ import pytest
 
 import opsgym
 from opsgym.agents import get_policy
+from opsgym.core.registry import catalogue, legal_actions
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.exploits import (
     EXPLOITS,
@@ -29,7 +30,6 @@ from opsgym.envs.oversight.exploits import (
 )
 from opsgym.envs.oversight.policies import POLICIES
 from opsgym.envs.oversight.scenarios import DIFFICULTIES, FACT_VALUES, OVERRIDABLE, presence
-from opsgym.registry import catalogue, legal_actions
 
 FAMILIES = [s.name for s in SPEC.families()]
 CALLS = [(t.name, a.model_dump()) for t, a in catalogue("oversight")]

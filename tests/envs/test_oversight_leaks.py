@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import opsgym
+from opsgym.core.registry import catalogue
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.prompt import render
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, FACT_VALUES
-from opsgym.registry import catalogue
 
 FAMILIES = [s.name for s in SPEC.scenarios]
 # Words a key of the observation must never contain: a fact, a verdict, or a hint about one.

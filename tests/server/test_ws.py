@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import opsgym
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     ENVS,
     act,

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from opsgym.adapters.gym import HeldOutFamilyError
+from opsgym.core.registry import spec
 from opsgym.core.scenarios import check_split, seeds
-from opsgym.registry import spec
 
 if TYPE_CHECKING:
     from datasets import Dataset

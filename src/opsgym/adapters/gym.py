@@ -22,9 +22,9 @@ import numpy as np
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import catalogue, spec
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import Scenario, check_split, seed_in_split, split_of
-from opsgym.registry import catalogue, spec
 
 
 class HeldOutFamilyError(OpsgymError, ValueError):

@@ -56,8 +56,8 @@ import opsgym
 from opsgym.adapters.toolcalls import render_text, result_text
 from opsgym.core.episode import Episode
 from opsgym.core.errors import EpisodeDoneError, OpsgymError, UnknownNameError
+from opsgym.core.registry import spec, specs
 from opsgym.core.tools import Args, Tool
-from opsgym.registry import spec, specs
 
 MAX_EPISODES = 1024
 """Episodes kept per server by default; starting one more forgets the least recently used."""

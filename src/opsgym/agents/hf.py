@@ -59,7 +59,7 @@ from opsgym.adapters import toolcalls
 from opsgym.adapters.trl import prompt
 from opsgym.agents.base import Call, legal_calls
 from opsgym.core.episode import Episode
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 
 FREE = "hf"
 CONSTRAINED = "hf+constrained"

@@ -29,9 +29,9 @@ from opsgym.audit.calls import (
     visible_strings,
 )
 from opsgym.core.episode import Episode, StepResult
+from opsgym.core.registry import catalogue, legal_actions
 from opsgym.core.scenarios import Scenario
 from opsgym.core.spec import Encoder, EnvSpec
-from opsgym.registry import catalogue, legal_actions
 
 CHANNELS = (
     "done",

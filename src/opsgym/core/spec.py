@@ -88,7 +88,7 @@ class EnvSpec:
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         return spec, (self.name,)
 

@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
+from opsgym.core.registry import spec
 from opsgym.core.rewards import LeakingConfigError
 from opsgym.core.scenarios import check_split, seeds
-from opsgym.registry import spec
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode
@@ -140,7 +140,7 @@ def trial_seed(seed: int, trial: int) -> int:
 def play_task(cfg: EvalConfig, task: Task) -> Episode:
     """Play one episode of the evaluation."""
     from opsgym.agents import get_policy, play
-    from opsgym.registry import make
+    from opsgym.core.registry import make
 
     episode = make(
         cfg.env, task.scenario, task.seed, max_steps=cfg.max_steps, config=cfg.config or None

@@ -83,7 +83,7 @@ def errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 def tools_of(env: str) -> list[dict[str, Any]]:
     """The tool schemas of ``env`` (OpenAI function form)."""
-    return [t.schema for t in opsgym.registry.spec(env).world.tools.values()]
+    return [t.schema for t in opsgym.core.registry.spec(env).world.tools.values()]
 
 
 def observation(episode: Episode, result: StepResult | None = None) -> dict[str, Any]:

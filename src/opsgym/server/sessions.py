@@ -35,8 +35,8 @@ from opsgym.adapters.toolcalls import count_tokens
 from opsgym.agents.base import get_policy, legal_calls
 from opsgym.core.episode import Episode, StepResult, jsonable
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import make, spec
 from opsgym.core.scenarios import seed_in_split, split_of
-from opsgym.registry import make, spec
 
 log = logging.getLogger("opsgym.server")
 

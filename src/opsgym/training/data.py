@@ -146,7 +146,7 @@ def reference_rows(
     ``safe_only`` keeps only episodes whose outcome is one of the world's safe outcomes (there
     may then be fewer than ``n``).
     """
-    from opsgym.registry import spec
+    from opsgym.core.registry import spec
 
     safe = spec(env).safe_outcomes
     out = [

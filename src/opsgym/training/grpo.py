@@ -99,7 +99,7 @@ class GRPORunConfig:
 
     def check(self) -> GRPORunConfig:
         """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         spec(self.env).scenario(self.scenario)
         for name in ("episodes", "steps", "batch_size", "grad_accum", "max_completion_length"):
@@ -177,7 +177,7 @@ def _judged_callback(env: str, clock: dict[str, Any], curves: Any) -> Any:
     """Sets the ledger's clock at each step, and adds the judged returns to the curves."""
     from transformers import TrainerCallback
 
-    from opsgym.registry import spec
+    from opsgym.core.registry import spec
 
     safe = spec(env).safe_outcomes
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import OpsgymError
-from opsgym.registry import catalogue, legal_actions, spec
+from opsgym.core.registry import catalogue, legal_actions, spec
 
 
 class TrainingError(OpsgymError, ValueError):

@@ -81,7 +81,7 @@ class SFTRunConfig:
 
     def check(self) -> SFTRunConfig:
         """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         if self.scenario != "all":
             spec(self.env).scenario(self.scenario)

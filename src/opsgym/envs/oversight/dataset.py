@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from opsgym.core.registry import make
 from opsgym.core.scenarios import seeds
 from opsgym.envs.oversight.prompt import render
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, SCENARIOS
-from opsgym.registry import make
 
 FILES = {"train": "train.jsonl", "eval_seen": "eval_seen.jsonl", "eval_unseen": "eval_unseen.jsonl"}
 UNSEEN_START = 1_000_000
