@@ -368,7 +368,7 @@ def test_acting_on_the_family_prior_earns_less_than_the_oracle():
 
 def test_where_v2_can_ship_a_verified_ship_beats_every_verified_rollback():
     (check,) = SPEC.reward_checks
-    held, measured = check.check(200)
+    held, measured = check.check(200, play)
     assert held, measured
 
 

@@ -34,13 +34,6 @@ class Encoder(Protocol):
         """The observation vector of ``episode`` now."""
 
 
-def _generic_prompt(episode: Episode) -> str:
-    """The prompt an LLM agent is shown now, by the one renderer every world shares."""
-    from opsgym.adapters.toolcalls import render_text  # adapters import core, not the reverse
-
-    return render_text(episode)
-
-
 @dataclass(frozen=True)
 class EnvSpec:
     """How to build and judge one environment.
@@ -66,7 +59,10 @@ class EnvSpec:
             (:mod:`opsgym.adapters.toolcalls`) adds the reply rules and the tools, and renders
             the observation itself; a world supplies only this text.
         prompt: ``render(episode) -> str``, the text an LLM agent is shown now (the audit's leak
-            test compares it across hidden facts): the generic renderer's, for every world.
+            test compares it across hidden facts), for a world that renders its own; ``None``
+            (every world) means the generic renderer's,
+            :func:`opsgym.adapters.toolcalls.render_text`, which the faces apply (core imports
+            no face).
     """
 
     name: str
@@ -84,7 +80,7 @@ class EnvSpec:
     exploits: tuple[Exploit, ...] = ()
     reward_checks: tuple[RewardCheck, ...] = ()
     brief: str = ""
-    prompt: Callable[[Episode], str] | None = _generic_prompt
+    prompt: Callable[[Episode], str] | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.
