@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import opsgym
-from opsgym.adapters.gym import HeldOutFamilyError
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, specs
 from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import seed_in_split, split_of

@@ -21,13 +21,13 @@ pytestmark = pytest.mark.filterwarnings("ignore:`.*checkpointing.*` is deprecate
 
 import opsgym  # noqa: E402
 from opsgym.adapters.episodes import dataset, rows, settle  # noqa: E402
-from opsgym.adapters.gym import HeldOutFamilyError  # noqa: E402
 from opsgym.adapters.trl import (  # noqa: E402
     OpsgymEnvironment,
     environment_factory,
     episode,
     prompt,
 )
+from opsgym.core.errors import HeldOutFamilyError  # noqa: E402
 from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 
 ENVS = opsgym.list_envs()

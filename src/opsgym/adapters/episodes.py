@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from opsgym.adapters.gym import HeldOutFamilyError
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import spec
 from opsgym.core.scenarios import check_split, seeds
 

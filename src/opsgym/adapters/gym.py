@@ -21,14 +21,10 @@ import gymnasium as gym
 import numpy as np
 
 from opsgym.core.episode import Episode
-from opsgym.core.errors import OpsgymError
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, spec
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import Scenario, check_split, seed_in_split, split_of
-
-
-class HeldOutFamilyError(OpsgymError, ValueError):
-    """A held-out family was asked for on the ``train`` split."""
 
 
 class OpsEnv(gym.Env[np.ndarray, np.int64]):

@@ -44,9 +44,9 @@ from functools import cache
 from typing import Any
 
 from opsgym.adapters.episodes import parse_config, settle
-from opsgym.adapters.gym import HeldOutFamilyError
 from opsgym.adapters.toolcalls import render_messages, result_text
 from opsgym.core.episode import Episode
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import spec
 from opsgym.core.scenarios import split_of
 from opsgym.core.tools import Tool

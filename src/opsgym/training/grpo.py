@@ -37,9 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opsgym.agents.hf_models import one_line, resolve_device, resolve_precision
+from opsgym.core.errors import TrainingError
 from opsgym.training import runs
-from opsgym.training.hf import LoRA, resolve_device, resolve_precision
-from opsgym.training.ppo import TrainingError
+from opsgym.training.hf import LoRA
 
 LEDGER = "episodes.jsonl"
 """The rollouts' episodes, one JSON object a line:
@@ -287,7 +288,7 @@ def train(
         )
     except (ValueError, TypeError, ImportError) as exc:
         shutil.rmtree(folder, ignore_errors=True)  # it did not exist: the trainer made it
-        raise TrainingError(f"GRPOTrainer refused the setup: {hf.one_line(exc)}") from None
+        raise TrainingError(f"GRPOTrainer refused the setup: {one_line(exc)}") from None
     runs.write_config(folder, asdict(cfg))
     curves.record = runs.Record(db, name, kind="grpo", env=cfg.env, config=asdict(cfg))
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from opsgym.training.ppo import TrainingError
+from opsgym.core.errors import TrainingError
 
 
 def run_name(env: str, kind: str, seed: int) -> str:
