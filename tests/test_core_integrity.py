@@ -11,9 +11,9 @@ import pytest
 
 import opsgym
 from opsgym.core.errors import HeldOutFamilyError
+from opsgym.core.registry import catalogue, specs
 from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import seed_in_split, split_of
-from opsgym.registry import catalogue, specs
 from tests.conftest import random_valid_rollout
 
 ENVS = sorted(specs())
@@ -129,7 +129,7 @@ def test_reports_and_observations_are_the_callers_own_copies(env):
     for _ in range(60):
         if ep.done:
             break
-        legal = opsgym.registry.legal_actions(ep) or [len(table) - 1]
+        legal = opsgym.core.registry.legal_actions(ep) or [len(table) - 1]
         tool, args = table[int(rng.choice(legal))]
         r = ep.step(tool.name, args.model_dump())
         twin.step(tool.name, args.model_dump())

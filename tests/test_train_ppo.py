@@ -146,8 +146,9 @@ def test_a_ppo_path_that_cannot_be_loaded_is_a_one_line_error_of_eval(tmp_path, 
 
 
 def test_ctrl_c_leaves_a_usable_model_and_a_run_marked_interrupted(tmp_path):
+    from opsgym.agents.ppo import PPOPolicy
     from opsgym.store import open_store
-    from opsgym.training.ppo import PPOPolicy, evaluate_policy
+    from opsgym.training.ppo import evaluate_policy
 
     db = str(tmp_path / "x.sqlite")
     process = subprocess.Popen(

@@ -16,7 +16,7 @@ from rich.table import Table
 import opsgym
 from opsgym.core.episode import jsonable
 from opsgym.core.errors import OpsgymError
-from opsgym.registry import specs
+from opsgym.core.registry import specs
 
 LOG_WIDTH = 200
 """Width of tables written to a log or a pipe rather than a terminal."""
@@ -303,7 +303,7 @@ def _register_serve() -> None:
         try:
             settings = ServerSettings(**{k: v for k, v in given.items() if v is not None})
             if env is not None:
-                opsgym.registry.spec(env)
+                opsgym.core.registry.spec(env)
         except ValidationError as exc:
             _fail(
                 "; ".join(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import opsgym
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from opsgym.server.sessions import call_tokens
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
     ENVS,

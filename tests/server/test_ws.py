@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import opsgym
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     ENVS,
     act,

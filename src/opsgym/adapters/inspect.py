@@ -72,8 +72,8 @@ from inspect_ai.tool import Tool, ToolDef, ToolParams
 from opsgym.adapters import toolcalls
 from opsgym.adapters.episodes import parse_config, passed, rows, settle
 from opsgym.core.episode import Episode
+from opsgym.core.registry import list_envs, make
 from opsgym.core.tools import Tool as OpsTool
-from opsgym.registry import list_envs, make
 
 _RUNNING: dict[str, Episode] = {}
 """Episodes in play, by Inspect's sample uuid: the solver starts one, the scorer judges it and

@@ -285,8 +285,9 @@ def render_messages(
 
 
 def render_text(episode: Episode) -> str:
-    """The prompt as one string, tools included (``EnvSpec.prompt``: the audit's leak test
-    compares it across hidden facts).
+    """The prompt as one string, tools included: the prompt of every world whose
+    ``EnvSpec.prompt`` is ``None`` (all of them), which the audit's leak test compares across
+    hidden facts.
     """
     return "\n\n".join(m["content"] for m in render_messages(episode))
 

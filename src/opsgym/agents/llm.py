@@ -74,7 +74,7 @@ from opsgym.adapters import toolcalls
 from opsgym.agents.base import PREFIXED, Call, legal_calls
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 
 ENV_BASE_URL = "OPSGYM_LLM_BASE_URL"
 ENV_MODEL = "OPSGYM_LLM_MODEL"

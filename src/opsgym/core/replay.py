@@ -14,6 +14,7 @@ from typing import Any
 
 from opsgym.core.episode import RECORD_FORMAT, chain, header_hash
 from opsgym.core.errors import OpsgymError, RecordError
+from opsgym.core.registry import make
 
 _FIELDS = ("env", "scenario", "seed", "calls", "events")
 
@@ -45,8 +46,6 @@ def _first_field(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | No
 
 def replay(record: dict[str, Any]) -> ReplayResult:
     """Recompute ``record`` and compare. Raises :class:`RecordError` if it cannot be read."""
-    from opsgym.registry import make  # the registry imports every env; keep core import-light
-
     if not isinstance(record, dict):
         raise RecordError(f"A record must be a dict, got {type(record).__name__}.")
     missing = [f for f in _FIELDS if f not in record]

@@ -18,8 +18,8 @@ from fastapi import APIRouter, Path, Query, Request, status
 
 from opsgym.agents.base import policy_names
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import spec, specs
 from opsgym.core.scenarios import families
-from opsgym.registry import spec, specs
 from opsgym.server.guard import role_of
 from opsgym.server.models import (
     ComposeRequest,

@@ -101,7 +101,7 @@ def invalid(found: list[dict[str, Any]], most: int = 3) -> str:
 
 def tools_of(env: str) -> list[dict[str, Any]]:
     """The tool schemas of ``env`` (OpenAI function form)."""
-    return [t.schema for t in opsgym.registry.spec(env).world.tools.values()]
+    return [t.schema for t in opsgym.core.registry.spec(env).world.tools.values()]
 
 
 def observation(episode: Episode, result: StepResult | None = None) -> dict[str, Any]:

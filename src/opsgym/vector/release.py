@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
+from opsgym.core.registry import catalogue, spec
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import check_split, families
 from opsgym.envs.release.world import (
@@ -36,7 +37,6 @@ from opsgym.envs.release.world import (
     STORM_RESTART_EVERY,
     Release,
 )
-from opsgym.registry import catalogue, spec
 from opsgym.vector._pyfloat import python_sum
 from opsgym.vector._starts import ALARM_AT, BOOLS, DRAWS, FLOATS, Facts, StartQueue
 from opsgym.vector._streams import GeneratorStreams, PCGStreams, fresh_seeds
