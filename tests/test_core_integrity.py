@@ -259,3 +259,28 @@ def test_hidden_facts_lists_values_and_revealing_tools(env):
     for fact, entry in facts.items():
         assert entry["values"], fact
         assert set(entry["revealed_by"]) <= tools, (fact, set(entry["revealed_by"]) - tools)
+
+
+def _nested(depth: int, kind: type) -> object:
+    value: object = kind()
+    for _ in range(depth):
+        value = {"a": value} if kind is dict else [value]
+    return value
+
+
+@pytest.mark.parametrize("env", opsgym.list_envs())
+def test_arguments_nested_thousands_deep_are_a_rejected_step_not_an_exception(env):
+    """Regression: Episode.step raised RecursionError on arguments nested 500 deep, though it
+    promises never to raise on bad input (issue 20, item 6)."""
+    ep = opsgym.make(env, None, 1)
+    tool = next(iter(ep.world.tools))
+    before = ep.observe()
+    for args in (_nested(500, dict), {"x": _nested(3000, list)}, _nested(3000, list)):
+        result = ep.step(tool, args)
+        assert result.rejected == "arguments nested deeper than 32 levels"
+    assert ep.steps == 3 and all(e["rejected"] for e in ep.events)
+    assert {k: v for k, v in ep.observe().items() if k not in ("step", "steps_left", "last")} == {
+        k: v for k, v in before.items() if k not in ("step", "steps_left", "last")
+    }
+    record = json.loads(json.dumps(ep.record()))
+    assert opsgym.replay(record).match

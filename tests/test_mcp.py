@@ -39,7 +39,7 @@ from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 SRC = Path(__file__).resolve().parents[1] / "src"
 """The spawned servers' working directory: ``python -m`` imports the source under test."""
 ENVS = ("release", "fleet", "oversight")
-LIMIT_S = 20
+LIMIT_S = 60
 """No test here waits longer than this on the server."""
 
 

@@ -420,3 +420,21 @@ _json = st.recursive(
 @given(_json)
 def test_the_fast_inline_form_is_the_walked_one(value):
     assert tc._inline(value) == tc._walk(value)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[" * 2000,
+        '<tool_call>{"name": "inspect", "arguments": ' + "[" * 1500 + "]" * 1500 + "}</tool_call>",
+        '{"name": "inspect", "arguments": "' + "[" * 3000 + '"}',
+    ],
+)
+def test_a_reply_of_nested_brackets_is_a_rejected_turn_not_a_crash(reply):
+    """Regression (issue 20, item 6): a 2,000-character reply of brackets raised RecursionError
+    out of the parser and aborted `opsgym eval --policy llm:M`."""
+    ep = opsgym.make("release", "nominal", 1)
+    parsed = tc.parse_reply(reply)
+    tc.run_turn(ep, parsed, tc.count_tokens(reply))
+    assert ep.steps >= 1 and all(e["rejected"] for e in ep.events)
+    assert opsgym.replay(json.loads(json.dumps(ep.record()))).match

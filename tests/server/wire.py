@@ -19,7 +19,7 @@ from opsgym.server.sessions import call_tokens
 from tests.server.conftest import Live, running
 
 ENVS = ("release", "fleet", "oversight")
-WAIT_S = 10.0
+WAIT_S = 30.0
 """Longest wait for anything the server does in the background (a reap, a close)."""
 
 

@@ -394,6 +394,8 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
         value = json.loads(raw)
     except ValueError as exc:
         return raw, f"arguments are not valid JSON ({exc.msg} at {exc.pos})"
+    except RecursionError:  # a reply of nested brackets: rejected, never the run's end
+        return raw[:200], "arguments nested too deep to decode"
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
@@ -420,6 +422,8 @@ def _from_json_text(text: str, source: str) -> list[ParsedCall]:
         value = json.loads(text)
     except ValueError as exc:
         return [ParsedCall(None, text, source, error=f"not valid JSON ({exc.msg} at {exc.pos})")]
+    except RecursionError:
+        return [ParsedCall(None, text[:200], source, error="JSON nested too deep to decode")]
     if isinstance(value, list) and value:
         return [_from_object(v, source) for v in value]
     return [_from_object(value, source)]
