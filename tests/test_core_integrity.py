@@ -284,3 +284,42 @@ def test_arguments_nested_thousands_deep_are_a_rejected_step_not_an_exception(en
     }
     record = json.loads(json.dumps(ep.record()))
     assert opsgym.replay(record).match
+
+
+def test_replay_labels_records_a_leaderboard_must_refuse_and_still_replays_them():
+    """A record made with forced facts, dense timing or a held-out family on a train seed (made
+    directly, as before the episode request refused it) replays, and says so (issue 20.6)."""
+    from opsgym.core.episode import Episode
+    from opsgym.core.registry import spec
+
+    honest = opsgym.run("release", "mixed", 9, "oracle").record()
+    result = opsgym.replay(json.loads(json.dumps(honest)))
+    assert result.match and result.labels == () and result.admissible
+    world = spec("release")
+    old = Episode(world, world.scenario("flapping_health"), 0, reward_timing="dense")
+    old.step("inspect", {"target": "all"})
+    forced = opsgym.make("release", "deploy_timeout", 9, overrides={"v2_broken": True})
+    forced.step("inspect", {"target": "all"})
+    for ep, says in (
+        (old, ["reward timing 'dense'", "held-out family 'flapping_health' on train seed 0"]),
+        (forced, ["forced facts: v2_broken"]),
+    ):
+        result = opsgym.replay(json.loads(json.dumps(ep.record())))
+        assert result.match and not result.admissible
+        for phrase in says:
+            assert any(phrase in label for label in result.labels), (phrase, result.labels)
+
+
+def test_opsgym_replay_strict_exits_1_on_a_labelled_record(tmp_path):
+    import subprocess
+    import sys
+
+    ep = opsgym.make("release", "deploy_timeout", 9, overrides={"v2_broken": True})
+    ep.step("inspect", {"target": "all"})
+    path = tmp_path / "forced.json"
+    path.write_text(json.dumps(ep.record()))
+    run = [sys.executable, "-m", "opsgym", "replay", str(path)]
+    plain = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "forced facts: v2_broken" in plain.stdout
+    strict = subprocess.run([*run, "--strict"], capture_output=True, text=True, timeout=120)
+    assert strict.returncode == 1 and "not admissible" in strict.stdout

@@ -131,17 +131,31 @@ def _print_timeline(record: dict[str, Any]) -> None:
 
 
 @app.command()
-def replay(path: Annotated[Path, typer.Argument(help="A record written by `opsgym run`.")]) -> None:
+def replay(
+    path: Annotated[Path, typer.Argument(help="A record written by `opsgym run`.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="Also refuse (exit 1) a record made with forced facts, dense reward timing or "
+            "a held-out family on a train seed: what a leaderboard must not accept."
+        ),
+    ] = False,
+) -> None:
     """Recompute a recorded episode; say whether it matches or show the first difference."""
     try:
         record = json.loads(path.read_text())
         result = opsgym.replay(record)
     except (OSError, json.JSONDecodeError, OpsgymError) as exc:
         _fail(f"cannot replay {path}: {exc}")
+    for label in result.labels:
+        console.print(f"[yellow]made with {label}[/]")
     if result.match:
         console.print(
             f"[green]match[/]: {len(record['events'])} events, hash {result.replayed_hash}"
         )
+        if strict and result.labels:
+            console.print("[red]not admissible[/]: the record matches, but see above")
+            raise typer.Exit(1)
         return
     d = result.first_difference
     console.print(f"[red]differs[/] at step {d['step']}, field {d['field']!r}")

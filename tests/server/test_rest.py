@@ -304,6 +304,12 @@ def test_grade_replays_a_record_and_tells_a_tampered_one(live):
     record = alone("release", "deploy_timeout", 4).record()
     graded = live.client.post("/api/grade", json={"record": record}).json()
     assert graded["match"] is True and graded["verdict"] == record["verdict"]
+    assert graded["admissible"] is True and graded["labels"] == []
+    forced = opsgym.run("release", "deploy_timeout", 4, "oracle", overrides={"v2_broken": True})
+    forced = forced.record()
+    labelled = live.client.post("/api/grade", json={"record": forced}).json()
+    assert labelled["match"] is True and labelled["admissible"] is False
+    assert labelled["labels"] == ["forced facts: v2_broken"]
     record["events"][2]["report"] = {"status": "ok"}
     tampered = live.client.post("/api/grade", json={"record": record}).json()
     assert tampered["match"] is False and tampered["verdict"] is None
