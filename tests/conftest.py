@@ -1,20 +1,68 @@
-"""Shared helpers for the test suite."""
+"""Shared helpers for the test suite, and the plugin world it installs.
+
+**A fourth world, installed as a package would be.** Before collection, :func:`pytest_configure`
+writes the ``.dist-info`` of a distribution (``opsgym-flag-world``) whose ``entry_points.txt``
+declares ``flag = tests.plugin_world`` in the ``opsgym.envs`` group, into a temporary folder put
+on ``sys.path``: ``importlib.metadata`` finds it there as it finds an installed package, and
+``opsgym.refresh_envs()`` discovers the world and registers its Gym id. Every test that iterates
+the registered worlds (contracts, Gym, server, MCP, audit) then meets it with no edit of its own.
+Subprocesses do not inherit it (the folder is not on their path).
+"""
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import opsgym
 from opsgym.core.registry import catalogue, legal_actions
 
+PLUGIN_DIST = "opsgym_flag_world"
+PLUGIN_ENTRY_POINT = "flag = tests.plugin_world"
+_site = pytest.StashKey[Path]()
 
-def playable(
-    env: str, scenario: str | None, seed: int, families: Iterable[Any] = ()
-) -> int:
+
+def install_plugin(
+    site: Path, entry_point: str = PLUGIN_ENTRY_POINT, dist: str = PLUGIN_DIST
+) -> Path:
+    """Write into ``site`` the metadata of an installed distribution ``dist`` whose only entry
+    point, in the ``opsgym.envs`` group, is ``entry_point`` (``name = module[:attr]``).
+    """
+    info = site / f"{dist}-0.1.dist-info"
+    info.mkdir(parents=True)
+    name = dist.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[opsgym.envs]\n{entry_point}\n")
+    return info
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Install the plugin world for the whole session (see the module's docstring)."""
+    site = Path(tempfile.mkdtemp(prefix="opsgym-plugin-"))
+    install_plugin(site)
+    sys.path.append(str(site))
+    config.stash[_site] = site
+    assert "flag" in opsgym.refresh_envs(), "the plugin world was not discovered"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Uninstall it."""
+    site = config.stash.get(_site, None)
+    if site is not None:
+        sys.path.remove(str(site))
+        shutil.rmtree(site, ignore_errors=True)
+        opsgym.refresh_envs()
+
+
+def playable(env: str, scenario: str | None, seed: int, families: Iterable[Any] = ()) -> int:
     """``seed``, or the dev or test seed of its ten (8 for an even seed, 9 for an odd one) where
     the episode request refuses it: a held-out family (the scenario, or any of ``families`` a
     ``mixed`` episode is forced to) never meets a train seed. Tests that sweep seeds use it.

@@ -145,7 +145,7 @@ def test_inspect_finds_the_tasks_through_the_entry_point_in_a_fresh_process():
 # -- what the model meets -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("env", ["release", "oversight", "fleet"])
+@pytest.mark.parametrize("env", opsgym.list_envs())
 def test_the_model_is_shown_the_world_tools_as_their_models_define_them(env):
     seen: list = []
     run(face.episode_task(env, n=1, max_steps=1), by_step([], seen))

@@ -353,7 +353,7 @@ def _lockstep(env, scenario, fact, values, seed, turns):
     episodes = [opsgym.make(env, scenario, seed, overrides={fact: v}) for v in values]
     info = opsgym.hidden_facts(env, scenario)[fact]
     avoid = frozenset(info["revealed_by"])
-    enders = {n for n, t in specs()[env].world.tools.items() if t.terminal}
+    enders = {specs()[env].terminal} if specs()[env].terminal else set()
     rng = np.random.default_rng([seed, zlib.crc32(f"{scenario}/{fact}".encode())])
     first = [tc.render_text(ep) for ep in episodes]
     assert all(p == first[0] for p in first), f"{fact}: the first prompt differs"

@@ -338,6 +338,36 @@ def _register_serve() -> None:
 _register_serve()
 
 
+@app.command("openenv-yaml")
+def openenv_yaml(
+    out: Annotated[Path, typer.Option(help="The manifest to write.")] = Path("openenv.yaml"),
+    check: Annotated[
+        bool, typer.Option(help="Write nothing; exit 1 if OUT is not what the code would write.")
+    ] = False,
+    plugins: Annotated[
+        bool, typer.Option(help="Describe the installed plugin worlds too (opsgym.envs group).")
+    ] = False,
+) -> None:
+    """Write OpenEnv's manifest of the server (openenv.yaml) from the worlds' specs."""
+    try:
+        from opsgym.server.manifest import render
+    except ModuleNotFoundError as exc:
+        _fail(f"{exc}; install the extra: pip install 'opsgym[server]'")
+    worlds = specs() if plugins else opsgym.core.registry.package_specs()
+    text = render(worlds.values())
+    if check:
+        if not out.is_file() or out.read_text() != text:
+            console.print(
+                f"[red]stale[/]: {out} is not what the code would write; run "
+                f"`opsgym openenv-yaml --out {out}`"
+            )
+            raise typer.Exit(1)
+        console.print(f"{out} is up to date ({len(worlds)} worlds)")
+        return
+    out.write_text(text)
+    console.print(f"wrote {out} ({len(worlds)} worlds: {', '.join(worlds)})")
+
+
 def _register_train() -> None:
     from opsgym.training.cli import train_app
 

@@ -1,4 +1,4 @@
-"""The REST face under ``/api``: worlds, sessions, the store, evaluations, and the fleet extras.
+"""The REST face under ``/api``: worlds, sessions, the store and evaluations.
 
 Routes are thin: they check the body (pydantic, ``extra="forbid"``), call the session manager,
 the store or the harness, and shape the answer. What a running session returns is
@@ -22,7 +22,6 @@ from opsgym.core.registry import spec, specs
 from opsgym.core.scenarios import families
 from opsgym.server.guard import role_of
 from opsgym.server.models import (
-    ComposeRequest,
     EvaluationStart,
     ForcedSessionCreate,
     GradeRequest,
@@ -47,11 +46,10 @@ class Conflict(OpsgymError):
 def describe_env(name: str) -> dict[str, Any]:
     """A world as a client needs it: scenarios by split, policies, tools, whether levelled."""
     s = spec(name)
-    manual = (__import__(f"opsgym.envs.{name}", fromlist=["SPEC"]).__doc__ or "").strip()
     return {
         "name": s.name,
         "gym_id": s.gym_id,
-        "summary": manual.splitlines()[0] if manual else "",
+        "summary": s.summary,
         "max_steps": s.max_steps,
         "scenarios": [
             {
@@ -67,7 +65,7 @@ def describe_env(name: str) -> dict[str, Any]:
         "tools": tools_of(s.name),
         "outcomes": sorted(s.outcome_rewards),
         "safe_outcomes": sorted(s.safe_outcomes),
-        "curriculum": hasattr(__import__(f"opsgym.envs.{name}", fromlist=["SPEC"]), "curriculum"),
+        "curriculum": s.curriculum is not None,
     }
 
 
@@ -188,23 +186,6 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
         except ValueError as exc:
             raise Missing(str(exc)) from None
         return JSON({"state": c.state(), "events": list(c.events)})
-
-    @api.post("/envs/fleet/compose", tags=["worlds"])
-    def compose(body: ComposeRequest) -> JSON:
-        """Generate a fleet challenge from faults (what the generated incident holds)."""
-        from opsgym.envs.fleet.tasks import compose as make_challenge
-
-        params = body.params.model_dump(exclude_none=True)
-        scenario = make_challenge(*body.faults, name=body.name, **params)
-        return JSON(
-            {
-                "name": scenario.name,
-                "description": scenario.description,
-                "faults": list(scenario.faults),
-                "params": scenario.params,
-                "hidden_facts": sorted(scenario.hidden),
-            }
-        )
 
     @api.post("/grade", tags=["store"])
     def grade(body: GradeRequest) -> JSON:
