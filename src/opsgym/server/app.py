@@ -41,6 +41,7 @@ from opsgym.server.sessions import (
 )
 from opsgym.server.settings import ServerSettings
 from opsgym.server.supervisor import Supervisor
+from opsgym.server.timeline import Timelines
 from opsgym.store.errors import NotFoundError
 
 log = logging.getLogger("opsgym.server")
@@ -154,7 +155,8 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
     )
     _handlers(app)
     app.include_router(face.router())
-    app.include_router(api.router(manager, settings, jobs))
+    app.state.timelines = Timelines()
+    app.include_router(api.router(manager, settings, jobs, app.state.timelines))
     app.include_router(training.router(supervisor, settings))
     app.include_router(worlds.router(app.router.routes))
     app.state.training = supervisor

@@ -181,3 +181,11 @@ class GradeRequest(Strict):
     """POST /api/grade: a finished episode's record, judged again from its calls."""
 
     record: dict[str, Any] = Field(description="What `opsgym run --out` or GET .../record wrote.")
+
+
+class TimelineRequest(Strict):
+    """POST /api/timeline: a record's timeline by replay, a window of its steps."""
+
+    record: dict[str, Any] = Field(description="What `opsgym run --out` or GET .../record wrote.")
+    start: int = Field(0, ge=0, le=2**31, description="Steps to skip (0: from the first).")
+    limit: int = Field(50, ge=1, le=1000, description="Most steps to show.")
