@@ -420,3 +420,16 @@ _json = st.recursive(
 @given(_json)
 def test_the_fast_inline_form_is_the_walked_one(value):
     assert tc._inline(value) == tc._walk(value)
+
+
+def test_a_reply_without_a_call_is_recorded_and_shown_as_no_call_not_an_unknown_tool():
+    ep = opsgym.make("release", "nominal", 3)
+    out = tc.run_turn(ep, tc.parse_reply("I think we should wait."), 5)
+    event = ep.events[-1]
+    assert event["tool"] is None and event["rejected"] == "no tool call"
+    assert event["report"] == {"error": "no tool call"}
+    assert "None" not in tc.state_text(ep.observe())
+    assert out.results == [("(no call)", json.dumps({"rejected": "the reply made no tool call"}))]
+    nameless = tc.run_turn(ep, tc.parse_reply('{"arguments": {}}'), 5)
+    assert nameless.calls[0]["status"] == "rejected"
+    assert ep.events[-1]["rejected"] == "the call has no tool name"
