@@ -401,7 +401,10 @@ def test_bad_input_is_a_one_line_error(kind, work, sft_run):
 
 
 def test_eval_of_a_model_that_cannot_be_loaded_is_a_one_line_error(work):
-    result = invoke("eval", "--env", ENV, "--policy", f"hf:{work / 'nothing'}", "--episodes", 1)
+    result = invoke(
+        "eval", "--env", ENV, "--policy", f"hf:{work / 'nothing'}", "--episodes", 1,
+        "--db", work / "nothing.sqlite",
+    )  # fmt: skip
     assert result.exit_code == 2 and "cannot load model" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
@@ -438,5 +441,5 @@ def test_ctrl_c_leaves_a_usable_model_and_a_run_marked_interrupted(work, db, mon
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sft, "train", interrupted)
-    result = invoke("train", "sft", "--model", "tiny", "--out", work)
+    result = invoke("train", "sft", "--model", "tiny", "--out", work, "--db", db)
     assert result.exit_code == 130 and "interrupted" in result.output
