@@ -23,15 +23,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from opsgym.command_errors import fail
 from opsgym.core.errors import OpsgymError
 
 # Outside a terminal (CI, a pipe) Rich would wrap tables at 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 160)
-
-
-def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(2)
 
 
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
@@ -145,7 +141,7 @@ def eval_command(
             _print_verification(result)
             raise typer.Exit(result.exit_code)
         if env is None:
-            _fail("--env is required (see `opsgym list`).")
+            fail("--env is required (see `opsgym list`).")
         # Bad input fails here, in one line, before a progress bar or a store is opened.
         check(
             EvalConfig(
@@ -180,7 +176,7 @@ def eval_command(
                 progress=beat.progress,
             )
     except OpsgymError as exc:
-        _fail(str(exc).splitlines()[0])
+        fail(str(exc))
     console.print(table(result))
     console.print(costs_table(result))
     lies = lies_table(result)
