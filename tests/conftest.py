@@ -3,7 +3,7 @@
 No test may read or write the user's own store (``OPSGYM_DB``, else ``opsgym.sqlite`` in
 ``platformdirs.user_data_dir``): every test runs with ``OPSGYM_DB`` and ``XDG_DATA_HOME``
 pointing into a temporary folder (subprocesses inherit both), and ``platformdirs`` answering
-from there on every platform. The session fails at its end if the user's store changed.
+from there on every platform. The session ends with a warning if the user's store changed.
 """
 
 from __future__ import annotations
@@ -73,13 +73,20 @@ def _no_test_reaches_the_users_store(
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the session if the user's store changed while it ran."""
+    """Say so if the user's store changed while the suite ran.
+
+    A warning, not a failure: an ``opsgym`` command in another shell may write it meanwhile.
+    A test that bypassed the redirection (a subprocess given an environment of its own) shows
+    up here; ``test_no_test_reaches_the_users_store`` proves the redirection itself.
+    """
     changed = [f for f, seen in _snapshot(USERS_STORES).items() if seen != _BEFORE[f]]
-    if changed:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"ERROR: the tests changed the user's store: {changed}", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if changed and reporter is not None:
+        reporter.write_line(
+            f"WARNING: the user's store changed while the tests ran: {changed} (a test that "
+            "escaped tests/conftest.py's redirection, or another process)",
+            yellow=True,
+        )
 
 
 def playable(
