@@ -8,10 +8,11 @@ on ``sys.path``: ``importlib.metadata`` finds it there as it finds an installed 
 the registered worlds (contracts, Gym, server, MCP, audit) then meets it with no edit of its own.
 Subprocesses do not inherit it (the folder is not on their path).
 
-**The user's store is out of reach.** No test may read or write the user's own store (``OPSGYM_DB``, else ``opsgym.sqlite`` in
-``platformdirs.user_data_dir``): every test runs with ``OPSGYM_DB`` and ``XDG_DATA_HOME``
-pointing into a temporary folder (subprocesses inherit both), and ``platformdirs`` answering
-from there on every platform. The session ends with a warning if the user's store changed.
+**The user's store is out of reach.** No test may read or write the user's own store
+(``OPSGYM_DB``, else ``opsgym.sqlite`` in ``platformdirs.user_data_dir``): every test runs with
+``OPSGYM_DB`` and ``XDG_DATA_HOME`` pointing into a temporary folder (subprocesses inherit both),
+and ``platformdirs`` answering from there on every platform. The session ends with a warning if
+the user's store changed.
 """
 
 from __future__ import annotations

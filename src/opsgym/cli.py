@@ -346,7 +346,7 @@ def openenv_yaml(
     try:
         from opsgym.server.manifest import render
     except ModuleNotFoundError as exc:
-        _fail(f"{exc}; install the extra: pip install 'opsgym[server]'")
+        need_extra(exc, "server")
     worlds = specs() if plugins else opsgym.core.registry.package_specs()
     text = render(worlds.values())
     if check:
