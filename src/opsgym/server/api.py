@@ -23,7 +23,6 @@ from opsgym.core.scenarios import families
 from opsgym.evaluation.paired import criterion as criterion_of
 from opsgym.evaluation.paired import pair
 from opsgym.server import responses as R
-from opsgym.server.guard import role_of
 from opsgym.server.models import (
     EvaluationStart,
     ForcedSessionCreate,
@@ -33,7 +32,7 @@ from opsgym.server.models import (
     TimelineRequest,
 )
 from opsgym.server.openenv import JSON, tools_of
-from opsgym.server.policies import check_policy
+from opsgym.server.policies import check_episode, check_policy, role_of
 from opsgym.server.sessions import Session, SessionManager, told
 from opsgym.server.timeline import Timelines, lies_view, window
 
@@ -258,8 +257,11 @@ def router(  # noqa: C901 -- one function per route
 
     # -- sessions -------------------------------------------------------------------------------
 
-    def create_session(body: SessionCreate) -> JSON:
-        """Start an episode in a new session."""
+    def create_session(body: SessionCreate, request: Request) -> JSON:
+        """Start an episode in a new session (the agent token: no dev or test seed of its
+        choosing, no curriculum; see :func:`opsgym.server.policies.check_episode`).
+        """
+        check_episode(role_of(request.scope), body.seed, curriculum=body.curriculum)
         session = manager.create(
             body.env,
             body.scenario,

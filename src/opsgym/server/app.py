@@ -32,6 +32,7 @@ from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
 from opsgym.server import api, training, worlds
 from opsgym.server.guard import Guard
 from opsgym.server.openenv import JSON, OpenEnvFace, errors
+from opsgym.server.policies import AgentRefusedError
 from opsgym.server.sessions import (
     CapacityError,
     SessionManager,
@@ -85,7 +86,8 @@ def _handlers(app: FastAPI) -> None:
         return detail(404, str(exc))
 
     @app.exception_handler(PolicyRefusedError)
-    async def refused(request: Request, exc: PolicyRefusedError) -> JSON:
+    @app.exception_handler(AgentRefusedError)
+    async def refused(request: Request, exc: Exception) -> JSON:
         return detail(403, str(exc))
 
     @app.exception_handler(SessionOver)

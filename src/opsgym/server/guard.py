@@ -14,6 +14,7 @@ import ipaddress
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from opsgym.server.openenv import JSON
+from opsgym.server.policies import ROLE
 
 AGENT_PATHS = (
     "/ws",
@@ -63,8 +64,6 @@ HOST_REFUSED = (
     "[::1] and the names given with --allowed-hosts"
 )
 
-ROLE = "opsgym.role"
-"""Where the guard leaves who is asking in the ASGI scope: ``operator`` or ``agent``."""
 
 
 def host_name(host: bytes) -> str:
@@ -77,13 +76,6 @@ def host_name(host: bytes) -> str:
         return name + bracket if bracket and (not rest or rest[0] == ":") else ""
     name, _, port = text.partition(":")
     return name if not port or port.isdigit() else ""
-
-
-def role_of(scope: Scope) -> str:
-    """Who made this request, as the guard found it: ``operator`` (the operator token, or any
-    client of a server without tokens) or ``agent`` (the agent token).
-    """
-    return scope.get(ROLE, "operator")
 
 
 class Guard:

@@ -58,6 +58,7 @@ from opsgym.server.models import (
     StepRequest,
     WSMessage,
 )
+from opsgym.server.policies import AgentRefusedError, check_episode, role_of
 from opsgym.server.sessions import CapacityError, Session, SessionManager, SessionOver, call_tokens
 
 DESCRIPTION = (
@@ -142,6 +143,7 @@ class OpenEnvFace:
 
     def _reset_session(self, session: Session | None, data: dict[str, Any], ws: Any) -> Session:
         parsed = self.reset_model.model_validate(data)
+        check_episode(role_of(ws.scope), parsed.seed)
         env = parsed.env or self.settings.default_env
         kwargs = {
             "config": parsed.config,
@@ -317,8 +319,12 @@ class OpenEnvFace:
         face = self
 
         @router.post("/reset", tags=["OpenEnv"], summary="A new episode's first observation")
-        def reset(body: ResetData = Body(default_factory=ResetData)) -> JSON:  # noqa: B008
+        def reset(
+            request: Request,
+            body: ResetData = Body(default_factory=ResetData),  # noqa: B008
+        ) -> JSON:
             """Stateless, as OpenEnv's HTTP reset: nothing is kept (use /ws or /api/sessions)."""
+            check_episode(role_of(request.scope), body.seed)
             if body.episode_id is not None and len(body.episode_id) > 255:
                 raise ValueError("episode_id is longer than 255 characters")
             ep = EpisodeRequest(
@@ -334,8 +340,9 @@ class OpenEnvFace:
             return JSON(data)
 
         @router.post("/step", tags=["OpenEnv"], summary="One action on a fresh episode")
-        def step(body: StepRequest) -> JSON:
+        def step(body: StepRequest, request: Request) -> JSON:
             """Stateless, as OpenEnv's HTTP step: a fresh episode takes the action."""
+            check_episode(role_of(request.scope), body.seed)
             action = OpsAction.model_validate(body.action)
             ep = face.fresh_episode(body.env, body.scenario, body.seed)
             result = ep.step(action.tool, action.args, tokens=call_tokens(action.tool, action.args))
@@ -376,11 +383,11 @@ class OpenEnvFace:
         @router.post("/mcp", tags=["OpenEnv"])
         async def mcp(request: Request) -> JSON:
             """JSON-RPC 2.0 without a session: ``tools/list``, ``tools/call``, ``ping``."""
-            return JSON(face.jsonrpc(await request.body()))
+            return JSON(face.jsonrpc(await request.body(), role_of(request.scope)))
 
         return router
 
-    def jsonrpc(self, body: bytes) -> dict[str, Any]:
+    def jsonrpc(self, body: bytes, role: str = "operator") -> dict[str, Any]:
         """Answer one JSON-RPC request (errors as JSON-RPC errors, never an HTTP error)."""
         try:
             request = orjson.loads(body)
@@ -406,6 +413,12 @@ class OpenEnvFace:
             )
         from mcp.shared.exceptions import MCPError
 
+        arguments = params.get("arguments")
+        if request["method"] == "tools/call" and isinstance(arguments, dict):
+            try:  # the same rule as every other way to start an episode here
+                check_episode(role, arguments.get("seed"))
+            except AgentRefusedError as exc:
+                return _rpc_error(rid, -32602, str(exc))
         try:
             result = face.answer(request["method"], params)
         except MCPError as exc:

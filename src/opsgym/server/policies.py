@@ -21,8 +21,55 @@ already runs code on the machine.
 
 from __future__ import annotations
 
+from typing import Any
+
 from opsgym.agents.base import FILE_KINDS, PREFIXED
-from opsgym.core.errors import PolicyRefusedError
+from opsgym.core.errors import OpsgymError, PolicyRefusedError
+from opsgym.core.scenarios import split_of
+
+ROLE = "opsgym.role"
+"""Where the guard (:mod:`opsgym.server.guard`) leaves who is asking in the ASGI scope."""
+
+
+def role_of(scope: Any) -> str:
+    """Who made this request, as the guard found it: ``operator`` (the operator token, or any
+    client of a server without tokens) or ``agent`` (the agent token).
+    """
+    return scope.get(ROLE, "operator")
+
+
+class AgentRefusedError(OpsgymError, PermissionError):
+    """What the agent token may not ask for (a 403 naming the rule)."""
+
+
+def check_episode(role: str, seed: Any, *, curriculum: bool = False) -> None:
+    """Refuse an episode the agent token may not start: one on a dev or test seed it chose, or
+    one of the server's shared curriculum.
+
+    A chosen evaluation seed is a twin: the same seed replays the same hidden facts, so an agent
+    that may start any seed can try calls on a copy of the episode it is scored on (issue 20).
+    Training on train seeds stays open, and a seed the server draws is never shown before the
+    end. The curriculum is state every client shares: an agent playing it moves it for all
+    (the operator may).
+
+    Raises:
+        AgentRefusedError: naming the rule.
+    """
+    if role != "agent":
+        return
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        split = split_of(seed)
+        if split != "train":
+            raise AgentRefusedError(
+                f"the agent token may not choose a {split} seed (got {seed}): the same seed is "
+                "a twin of an episode being scored. Omit the seed (the server draws one and "
+                "shows it at the end) or train on train seeds"
+            )
+    if curriculum:
+        raise AgentRefusedError(
+            "the agent token may not play the server's curriculum: its results move state every "
+            "client shares (the operator token may)"
+        )
 
 AGENT_KINDS = frozenset({"planner"})
 """Prefixed kinds the agent token may name: a scripted policy writing tool calls."""
