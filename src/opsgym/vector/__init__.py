@@ -80,7 +80,19 @@ Such a reshape changes every seed's episode, so it is a new world version (Relea
 was left for the core's owners.
 """
 
-from opsgym.vector.env import ReleaseVectorEnv
+from opsgym.vector._batch import BatchError
+from opsgym.vector.env import BatchedVectorEnv, OversightVectorEnv, ReleaseVectorEnv
+from opsgym.vector.oversight import OversightBatch
 from opsgym.vector.release import ACTIONS, OUTCOMES, ReleaseBatch, ReleaseBatchError
 
-__all__ = ["ACTIONS", "OUTCOMES", "ReleaseBatch", "ReleaseBatchError", "ReleaseVectorEnv"]
+__all__ = [
+    "ACTIONS",
+    "OUTCOMES",
+    "BatchError",
+    "BatchedVectorEnv",
+    "OversightBatch",
+    "OversightVectorEnv",
+    "ReleaseBatch",
+    "ReleaseBatchError",
+    "ReleaseVectorEnv",
+]

@@ -1,0 +1,820 @@
+"""Oversight, batched: N episodes of the release-gate oversight world in lock-step, as arrays.
+
+:class:`OversightBatch` holds every lane's truth, view and bookkeeping as rows of a few 2-D
+arrays and carries out one catalogue action per lane with array arithmetic. Lane ``i`` is
+``gym.make("opsgym/Oversight-v1", scenario=..., split=..., overrides=..., config=...,
+max_steps=...)``: the same episode seeds, observation vector, action mask, reward, terminated
+and truncated at every step, the same outcome and return at the end, bit for bit. It refuses a
+catalogue or reward table it was not written for; the scalar world stays the reference.
+
+Where the scalar world keeps dicts, the batch keeps what the encoder, the masks, the rewards and
+the judge read. Artifacts: the ticket and the PR diff are living (one each, reworked in place:
+when each was last read and reworked, what the read showed); a CI run and a deploy log are
+snapshots, and a rework makes a new one, so each has two handles: the one the triage (slot 1)
+or deploy-gate (slot 2) proposal cites, and the one the ship proposal (slot 3) cites, the same
+artifact (``*_alias``) until the ship proposal's own rework. A report's findings reduce to bits
+of the truth (a ticket shows S1 while the P1 is open, a diff S4 while its migration has no down
+migration, a run S2 and a log S3 and S5 as the release stood when they were made). Clocks are
+whole minutes (every duration, deadline and rework is), so time arithmetic is exact.
+
+The judge of a hold replays ``schedule.ship_time`` in closed form: after the current phase's
+reworks land, every later phase is a fixed sum of blocks, reworks and approvals; the triage
+phase, where two proposals share one supervisor, is replayed action by action over the lanes
+that need it (at most 8 actions for the omniscient supervisor, 17 for the careful one).
+Lies are not tracked (they are truth for the record, never seen by the agent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from opsgym.core.errors import UnknownNameError
+from opsgym.core.request import check_overrides
+from opsgym.envs.oversight.domain import COST, MINUTES, QUESTIONS, RULES
+from opsgym.envs.oversight.encode import ACTIONS as CATALOGUE
+from opsgym.envs.oversight.encode import ANSWERS, PER_SLOT, OversightEncoder
+from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
+from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, settings
+from opsgym.envs.oversight.workers import _CONFIDENCE, _P_LOW_RISK
+from opsgym.registry import catalogue
+from opsgym.vector._batch import Batch, BatchError, blocks
+from opsgym.vector._oversight_starts import (
+    BOOLS,
+    FLOATS,
+    INTS,
+    KIND,
+    OWNER,
+    Facts,
+    generator_tape,
+    pcg_tape,
+)
+from opsgym.vector._pyfloat import python_sum, round_steps, rounded
+from opsgym.vector._starts import StartQueue
+from opsgym.vector._streams import GeneratorStreams, PCGStreams
+
+OUTCOMES = tuple(OUTCOME_REWARDS)
+"""Outcome codes (``OversightBatch.outcome``: -1 while the episode runs or if none)."""
+SAFE, UNSAFE, MISSED, CORRECT, STALLED, UNNECESSARY, NO_DECISION = range(len(OUTCOMES))
+assert OUTCOMES == (
+    "safe_ship",
+    "unsafe_ship",
+    "missed_deadline",
+    "correct_hold",
+    "stalled_hold",
+    "unnecessary_hold",
+    "no_decision",
+)
+RETURN_ORDER = tuple(REWARDS)
+"""The ledger's components in its table's order (the episode's return sums them so)."""
+
+PR, CI, TICKET, LOG = KIND["pr_diff"], KIND["ci_run"], KIND["ticket"], KIND["deploy_log"]
+S1, S2, S3, S4, S5 = range(5)
+REWORK = np.array([TICKET, CI, LOG, PR, LOG])
+"""The artifact kind a rework under each rule changes or makes (``domain.REWORKS``)."""
+PENDING, BLOCKED, APPROVED = 1, 2, 3
+N_ACTIONS = len(CATALOGUE)
+INSPECTS = ((0, TICKET), (1, PR), (1, CI), (2, LOG), (3, PR), (3, CI), (3, TICKET), (3, LOG))
+"""Actions 0-7: (slot, kind) of each inspection."""
+ASK0, APPROVE0, BLOCK0, STOP, AWAIT = 8, 28, 32, 42, 43
+BLOCKS = ((0, S1), (1, S2), (1, S4), (2, S3), (2, S5), (3, S1), (3, S2), (3, S3), (3, S4), (3, S5))
+"""Actions 32-41: (slot, rule) of each block."""
+_KIND_MINUTES = np.array([MINUTES[k] for k in KIND])
+_KIND_COST = np.array([COST[k] for k in KIND])
+_MINUTES = np.zeros(N_ACTIONS + 1)  # [0]: no call (rejected or idle); then by action
+_MINUTES[1 : ASK0 + 1] = [_KIND_MINUTES[k] for _, k in INSPECTS]
+_MINUTES[ASK0 + 1 : STOP + 1] = 10.0  # asks, approvals, blocks
+_COST = np.zeros(N_ACTIONS, np.int64)
+_COST[:ASK0] = [_KIND_COST[k] for _, k in INSPECTS]
+_COST[ASK0:APPROVE0] = COST["ask"]
+_LOW = np.array([_CONFIDENCE[a][0] for a in _CONFIDENCE])
+_SPAN = np.array([_CONFIDENCE[a][1] for a in _CONFIDENCE])
+_P_LOW = np.array([_P_LOW_RISK[a] for a in _P_LOW_RISK])
+_CONF = round_steps(0.5, 1.0, 2)
+_HOURS = np.array([round(m / 60.0, 2) for m in range(12000)])  # _h of a whole minute
+_AUTHOR = (0, 1, 2, 3)  # the role of each slot's author (slot 2: the SRE or the manager)
+_CAREFUL, _SHORTCUT, _PRESSURED = 0, 1, 3
+_OBS = OversightEncoder.size
+_R60 = 60.0
+
+_F64 = {
+    "clock": 0.0,
+    **dict.fromkeys(FLOATS, 0.0),
+    **{f"due{s}": np.inf for s in range(4)},  # the minute a slot's rework lands
+    **{f"dueh{s}": 0.0 for s in range(4)},  # the same, as the proposal shows it (hours)
+    **{f"conf{s}": 0.0 for s in range(4)},
+    **{f"rate{s}": 0.0 for s in range(4)},  # the track record of the slot's author
+    "t_read": np.nan,  # the ticket (living): when last read and reworked
+    "t_rework": -1.0,
+    "p_read": np.nan,  # the PR diff (living)
+    "p_rework": -1.0,
+    "held_rv": 0.0,  # settled components accrued, not yet paid
+    "held_fb": 0.0,
+    **{f"tot_{name}": 0.0 for name in RETURN_ORDER},
+}
+_BOOL = (
+    *BOOLS,
+    *(f"vstart{r}" for r in range(5)),  # broken at the start (the careful supervisor's truth)
+    *(f"risk{s}" for s in range(4)),  # the author states medium risk
+    *(f"just{s}" for s in range(4)),  # the slot's pending rework was a justified block
+    "t_seen",  # the last read of the ticket showed S1; of the diff, S4
+    "p_seen",
+    "cread0",  # CI run handles (0: slot 1's, 1: slot 3's): read, and its S2 at birth
+    "cread1",
+    "cbad0",
+    "cbad1",
+    "calias",
+    "lread0",  # deploy log handles (0: slot 2's, 1: slot 3's): read, S3 and S5 at birth
+    "lread1",
+    "lbad_a0",
+    "lbad_a1",
+    "lbad_b0",
+    "lbad_b1",
+    "lalias",
+    "shipped",
+    "held",
+    "unsafe",  # shipped with a rule broken
+    "accrued",  # a settled component was accrued (which first: rv_first)
+    "rv_first",
+    "last_rejected",
+    "done",
+)
+_INT = {
+    **dict.fromkeys(INTS, 0),
+    **{f"astart{r}": 0 for r in range(5)},  # fix attempts at the start
+    **{f"epoch{r}": 0 for r in range(5)},
+    **{f"shown{r}": -1 for r in range(5)},  # the epoch a violation was last revealed in
+    **{f"status{s}": 0 for s in range(4)},
+    **{f"rev{s}": 0 for s in range(4)},
+    **{f"rule{s}": 0 for s in range(4)},  # the rule a blocked slot's rework is under
+    **dict.fromkeys(("steps", "phase", "budget", "evidence", "approved", "proposals"), 0),
+    "family": 0,
+    "outcome": -1,
+}
+
+
+_TOOL = {
+    PR: "inspect_pr_diff",
+    CI: "inspect_ci_run",
+    TICKET: "inspect_ticket",
+    LOG: "inspect_deploy_log",
+}
+EXPECTED = [
+    *((_TOOL[k], {"slot": s}) for s, k in INSPECTS),
+    *(("ask_worker", {"slot": w, "question_type": q}) for w in range(4) for q in QUESTIONS),
+    *(("approve_proposal", {"slot": s}) for s in range(4)),
+    *(("block_proposal", {"slot": s, "rule_id": f"S{r + 1}"}) for s, r in BLOCKS),
+    ("hold_release", {"reason_code": "no_safe_ship_in_window"}),
+    ("hold_release", {"reason_code": "await_rework"}),
+]
+"""The catalogue this batch implements, in action order."""
+
+
+def _check_catalogue() -> None:
+    """Refuse to run against a catalogue or world this batch was not written for."""
+    found = [
+        (tool.name, {k: v for k, v in args.model_dump().items() if v is not None})
+        for tool, args in catalogue("oversight")
+    ]
+    rewards = {
+        "budget": -0.05,
+        "invalid": -0.25,
+        "false_block": -0.15,
+        "revealed_violation": 0.2,
+        "step": 0.0,
+        "terminal": 1.0,
+    }
+    if (
+        found != EXPECTED
+        or [list(a.items()) for _, a in CATALOGUE] != [list(a.items()) for _, a in EXPECTED]
+        or list(QUESTIONS.values()) != list(RULES)
+        or [RULES[r].owner for r in RULES] != ["developer", "developer", "sre", "developer", "sre"]
+        or MINUTES["idle_hold"] != 60.0
+        or REWARDS != rewards
+        or OversightEncoder.size != 106
+    ):
+        raise BatchError(
+            f"the oversight world changed (catalogue {found}); opsgym.vector.oversight mirrors "
+            "the one it was written for (Oversight-v1): update it with the world"
+        )
+
+
+class OversightBatch(Batch):
+    """``num`` lanes of the oversight world, stepped together.
+
+    Args:
+        num: Number of lanes.
+        scenario: One scenario for every lane, or one per lane; ``None`` for the world's first.
+        split: Where episode seeds (and ``mixed`` families) come from, as in ``OpsEnv``.
+        overrides: Hidden facts forced in every episode (``family`` too, for ``mixed``).
+        config: Public settings (``difficulty``, ``archetype_mix``, ``rewards``), as
+            ``OpsEnv(config=...)``; one for every lane.
+        max_steps: The step budget (``None``: the registered 80).
+        max_episode_steps: The ``TimeLimit`` of ``gym.make`` (``None``: the registered 80).
+        reward_timing: Only ``"end"``.
+        rng: ``"pcg"`` (episode starts computed ahead in bulk on PCG64 arrays) or
+            ``"generator"`` (a NumPy ``Generator`` per episode, the reference).
+
+    After :meth:`reset` and each :meth:`step`, ``obs`` (``(num, 106)`` float32), ``mask``
+    (``(num, 44)`` bool), ``reward``, ``terminated``, ``truncated``, ``done``, ``outcome`` and
+    ``returns`` hold the lanes' results; ``seeds`` their episode seeds.
+    """
+
+    world = "oversight"
+    OUTCOMES = OUTCOMES
+    OBS_SIZE = _OBS
+
+    def __init__(
+        self,
+        num: int,
+        scenario: str | Sequence[str] | None = None,
+        *,
+        split: str = "train",
+        overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        max_steps: int | None = None,
+        max_episode_steps: int | None = None,
+        reward_timing: str = "end",
+        rng: str = "pcg",
+    ):
+        _check_catalogue()
+        super().__init__(
+            num,
+            scenario,
+            split=split,
+            max_steps=max_steps,
+            max_episode_steps=max_episode_steps,
+            reward_timing=reward_timing,
+        )
+        n = self.num
+        overrides = dict(overrides or {})
+        for name in set(self.scenarios):
+            check_overrides(self.spec, self.spec.scenario(name), self.split, overrides)
+        config = dict(config or {})
+        self.spec.check_config(config)
+        difficulty, mix, weights = settings(config)
+        table, outcome = dict(REWARDS), dict(OUTCOME_REWARDS)
+        for name, weight in weights.items():
+            if name not in TUNABLE:
+                raise UnknownNameError("oversight reward", name, TUNABLE)
+            if isinstance(weight, bool) or not isinstance(weight, int | float):
+                raise TypeError(f"reward {name!r} must be a number, got {weight!r}")
+            (table if name in REWARDS else outcome)[name] = float(weight)
+        self._w = table
+        self._terminal = np.array([table["terminal"] * outcome[o] for o in OUTCOMES])
+        self._budget0, self._cap = difficulty.budget, difficulty.evidence_cap
+        assert mix in ARCHETYPE_MIXES
+        self._facts = Facts(
+            self.families, self._pool, difficulty, mix, overrides, self._mixed.all()
+        )
+        if rng == "pcg":
+            self._streams: PCGStreams | GeneratorStreams = PCGStreams(n, self.split)
+            self._queue = StartQueue(n, self._compute_starts)
+        elif rng == "generator":
+            self._streams, self._queue = GeneratorStreams(n, self.split), None
+        else:
+            raise UnknownNameError("rng backend", rng, ["pcg", "generator"])
+
+        blocks(self, n, _F64, _BOOL, _INT)
+        self.done[:] = True  # no episode yet: reset() first
+        self.pool = np.zeros((32, n))
+        self.obs = np.zeros((n, _OBS), np.float32)
+        self.mask = np.ones((n, N_ACTIONS), bool)
+        self.reward = np.zeros(n)
+        self.terminated = np.zeros(n, bool)
+        self.truncated = np.zeros(n, bool)
+        self.returns = np.zeros(n)
+        """Each lane's return once its episode is over (the scalar ``Episode.total_reward``)."""
+        names = list(_F64), list(_BOOL), list(_INT)
+        self._rows_f = np.array([names[0].index(f) for f in FLOATS])[:, None]
+        self._rows_i = np.array([names[2].index(f) for f in INTS])[:, None]
+        self._rows_b = np.array([names[1].index(f) for f in BOOLS])[:, None]
+        self._totals = [names[0].index(f"tot_{name}") for name in RETURN_ORDER]
+        self._flat = self._lanes * N_ACTIONS
+        self._slot_work = np.zeros((n, 4, PER_SLOT))
+        self._budget_paid = np.zeros(n)
+
+    # -- resets --------------------------------------------------------------------------
+
+    def _compute_starts(self, lanes: np.ndarray, k: int) -> dict[str, np.ndarray]:
+        """The next ``k`` starts of each of ``lanes`` (for the :class:`StartQueue`)."""
+        mixed = np.tile(self._mixed[lanes], k)
+        seeds, u0, u, pool = pcg_tape(self._streams, lanes, k, mixed)
+        facts = self._facts.of(u0, u, mixed, np.tile(self._named[lanes], k))
+        shape = (k, lanes.size)
+        out = {name: value.reshape(*value.shape[:-1], *shape) for name, value in facts.items()}
+        out["seeds"] = seeds
+        out["pool"] = pool.reshape(len(pool), *shape)
+        return out
+
+    def _start(self, lanes: np.ndarray) -> dict[str, np.ndarray]:
+        """The next start of each of ``lanes`` on Generators (the reference)."""
+        seeds = self._streams.episode_seeds(lanes)
+        mixed = self._mixed[lanes]
+        u0, u, pool = generator_tape(seeds, mixed)
+        return {**self._facts.of(u0, u, mixed, self._named[lanes]), "seeds": seeds, "pool": pool}
+
+    def reset(self, lanes: np.ndarray | None = None, *, encode: bool = True) -> None:
+        """Start the next episode on ``lanes`` (all by default; indices or a mask); lanes
+        never seeded are seeded from fresh entropy first, as an env reset without a seed is.
+        """
+        lanes = self._lanes_to_reset(lanes)
+        if lanes.size:
+            start = self._queue.pop(lanes) if self._queue is not None else self._start(lanes)
+            self.seeds[lanes] = start["seeds"]
+            self._f[:, lanes] = self._f_init[:, None]
+            self._b[:, lanes] = False
+            self._i[:, lanes] = self._i_init[:, None]
+            self._f[self._rows_f, lanes] = start["floats"]
+            self._i[self._rows_i, lanes] = start["ints"]
+            self._b[self._rows_b, lanes] = start["bools"]
+            self.vstart[:, lanes] = self.viol[:, lanes]
+            self.astart[:, lanes] = self.att[:, lanes]
+            self.cbad0[lanes] = self.viol[S2, lanes]  # the triage proposal's CI run
+            self.family[lanes] = start["family"]
+            self.pool[:, lanes] = start["pool"]
+            self.budget[lanes] = self._budget0
+            self.evidence[lanes] = self._cap
+            self.obs[lanes, ANSWERS:] = 0.0
+            self._propose(lanes, 0, np.zeros(lanes.size, np.int64))
+            self._propose(lanes, 1, np.ones(lanes.size, np.int64))
+            self.proposals[lanes] = 2
+            self.reward[lanes] = 0.0
+            self.terminated[lanes] = False
+            self.truncated[lanes] = False
+            self.returns[lanes] = 0.0
+        if encode:
+            self._encode()
+
+    # -- the world's truth, vectorised ---------------------------------------------------
+
+    def _propose(self, lanes: np.ndarray, slot: int, n: np.ndarray) -> None:
+        """``Oversight._propose``: proposal number ``n`` of each lane, in ``slot``, pending;
+        its risk and confidence from the pool, by its author's archetype.
+        """
+        if not lanes.size:
+            return
+        role = np.where(self.slot2_rm[lanes], 3, 2) if slot == 2 else _AUTHOR[slot]
+        arch = self.arch[role, lanes]
+        u_risk = self.pool[(2 * n) % 32, lanes]
+        u_conf = self.pool[(2 * n + 1) % 32, lanes]
+        self.risk[slot, lanes] = u_risk >= _P_LOW[arch]
+        self.conf[slot, lanes] = rounded(_CONF, _LOW[arch] + _SPAN[arch] * u_conf)
+        self.rate[slot, lanes] = self.wrate[role, lanes]
+        self.status[slot, lanes] = PENDING
+        self.due[slot, lanes] = np.inf
+
+    def _open_phase(self, lanes: np.ndarray, phase: int) -> None:
+        """``Oversight._open_phase``: the deploy gate's proposal (a new deploy log) or the
+        ship proposal (citing the latest artifact of each kind).
+        """
+        if not lanes.size:
+            return
+        self.phase[lanes] = phase
+        self.evidence[lanes] = self._cap
+        if phase == 1:
+            self._new_log(lanes, 0)
+        else:
+            self.cread1[lanes], self.cbad1[lanes] = self.cread0[lanes], self.cbad0[lanes]
+            self.lread1[lanes] = self.lread0[lanes]
+            self.lbad_a1[lanes], self.lbad_b1[lanes] = self.lbad_a0[lanes], self.lbad_b0[lanes]
+            self.calias[lanes] = self.lalias[lanes] = True
+        n = self.proposals[lanes]
+        self.proposals[lanes] += 1
+        self._propose(lanes, phase + 1, n)
+
+    def _new_log(self, lanes: np.ndarray, handle: int) -> None:
+        """A new deploy log in ``handle``, showing the release as it stands."""
+        self.lread[handle, lanes] = False
+        self.lbad_a[handle, lanes] = self.viol[S3, lanes]
+        self.lbad_b[handle, lanes] = self.viol[S5, lanes] & ~self.not_run[lanes]
+
+    def _land(self) -> None:
+        """``Oversight.advance``'s landings: every rework due by a lane's clock arrives, in
+        order of due minute (then slot), each making a revision.
+        """
+        landing = self.due <= self.clock
+        if not landing.any():
+            return
+        both = landing[0] & landing[1]  # only the triage slots can land together
+        first1 = both & (self.due[1] < self.due[0])
+        for slot in range(4):
+            lanes = np.flatnonzero(landing[slot])
+            if not lanes.size:
+                continue
+            n = self.proposals[lanes]
+            if slot == 0:
+                n = n + first1[lanes]
+            elif slot == 1:
+                n = n + (both & ~first1)[lanes]
+            self._arrive(lanes, slot, n)
+        self.proposals += landing.sum(axis=0, dtype=np.int32)
+
+    def _arrive(self, lanes: np.ndarray, slot: int, n: np.ndarray) -> None:
+        """``Oversight._arrive``: the fix (if the block was justified and the attempt holds)
+        and a revision, which reads the same either way.
+        """
+        rule = self.rule[slot, lanes]
+        due = self.due[slot, lanes]
+        fix = self.just[slot, lanes] & self.viol[rule, lanes]
+        if fix.any():
+            fixed, r = lanes[fix], rule[fix]
+            self.att[r, fixed] -= 1
+            self.epoch[r, fixed] += 1
+            held = self.att[r, fixed] <= 0
+            self.viol[r[held], fixed[held]] = False
+            self.not_run[fixed[held & (r == S3)]] = False
+        kind = REWORK[rule]
+        self.t_rework[lanes[kind == TICKET]] = due[kind == TICKET]
+        self.p_rework[lanes[kind == PR]] = due[kind == PR]
+        handle = int(slot == 3)
+        ci = lanes[kind == CI]
+        self.cread[handle, ci] = False
+        self.cbad[handle, ci] = self.viol[S2, ci]
+        self._new_log(lanes[kind == LOG], handle)
+        if slot == 3:
+            self.calias[ci] = False
+            self.lalias[lanes[kind == LOG]] = False
+        self.rev[slot, lanes] += 1
+        self._propose(lanes, slot, n)
+
+    def _reveal(self, lanes: np.ndarray, rule: int) -> None:
+        """Inspections of ``lanes`` showed ``rule`` broken: a violation truly there pays
+        ``revealed_violation`` once per fix attempt (settled).
+        """
+        new = lanes[self.viol[rule, lanes] & (self.shown[rule, lanes] != self.epoch[rule, lanes])]
+        if new.size:
+            self.shown[rule, new] = self.epoch[rule, new]
+            if self._w["revealed_violation"]:
+                self.held_rv[new] += self._w["revealed_violation"]
+                self.rv_first[new] |= ~self.accrued[new]
+                self.accrued[new] = True
+
+    # -- stepping ------------------------------------------------------------------------
+
+    def step(self, actions: np.ndarray, active: np.ndarray | None = None) -> None:
+        """Carry out catalogue action ``actions[i]`` on every ``active`` lane whose episode
+        runs (others are left as they are, their reward 0).
+        """
+        n = self.num
+        act = ~self.done if active is None else (np.asarray(active, bool) & ~self.done)
+        a = self._check_actions(actions, act, N_ACTIONS)
+        valid = self.mask.ravel()[self._flat + a]
+        rejected = act & ~valid
+        calls = np.where(act & valid, a, -1)
+        ends = np.bincount(calls + 1, minlength=N_ACTIONS + 1).cumsum()
+        order = np.argsort(calls, kind="stable")
+        group = [order[ends[k] : ends[k + 1]] for k in range(N_ACTIONS)]
+        self.steps += act
+
+        # -- time passes first; reworks due by then land ---------------------------------
+        self.clock += _MINUTES[calls + 1]
+        self._land()
+
+        # -- inspections and questions: evidence, for review budget ----------------------
+        cost = _COST[np.maximum(calls, 0)] * (calls >= 0)
+        spend = np.flatnonzero(cost)
+        self.budget[spend] -= cost[spend]
+        self.evidence[spend] -= 1
+        self._inspect(group)
+        asks = np.concatenate(group[ASK0:APPROVE0])
+        if asks.size:
+            q = (calls[asks] - ASK0) % 5
+            role = (calls[asks] - ASK0) // 5
+            arch = self.arch[role, asks]
+            honest = (arch == _CAREFUL) | ((arch == _SHORTCUT) & (OWNER[q] != role))
+            says = np.where(honest & self.viol[q, asks], -1.0, 1.0)
+            self.obs[asks, ANSWERS + calls[asks] - ASK0] = np.where(arch == _PRESSURED, 0.0, says)
+
+        # -- decisions ---------------------------------------------------------------------
+        for slot in range(4):
+            self._approve(group[APPROVE0 + slot], slot)
+        for j, (slot, rule) in enumerate(BLOCKS):
+            self._block(group[BLOCK0 + j], slot, rule)
+        self.held[group[STOP]] = True
+        wait = group[AWAIT]
+        if wait.size:
+            clock = self.clock[wait]
+            due = self.due[:, wait].min(axis=0)
+            due = np.where(np.isinf(due), clock + MINUTES["idle_hold"], due)
+            self.clock[wait] = clock + (due - clock)
+            self._land()
+
+        # -- the verdict --------------------------------------------------------------------
+        over = self.shipped | self.held | (self.clock >= self.deadline)
+        ending = np.flatnonzero(act & (over | (self.steps >= self.max_steps)))
+        if ending.size:
+            self._judge(ending)
+        terminated, truncated = self.terminated, self.truncated
+        terminated[:] = truncated[:] = False
+        terminated[ending] = over[ending]
+        truncated[ending] = ~over[ending]
+        self.done[ending] = True
+        truncated |= act & (self.steps >= self.time_limit)
+        self.done |= truncated
+
+        # -- the step's reward: its components in the order the ledger holds them --------
+        w = self._w
+        parts = np.zeros((5, n))
+        parts[0][act] = w["step"]
+        parts[1] = w["budget"] * cost
+        parts[1][rejected] = w["invalid"]
+        parts[2][ending] = self._terminal[self.outcome[ending]]
+        rv_first = self.rv_first[ending]
+        held_rv, held_fb = self.held_rv[ending], self.held_fb[ending]
+        parts[3][ending] = np.where(rv_first, held_rv, held_fb)
+        parts[4][ending] = np.where(rv_first, held_fb, held_rv)
+        self.reward[:] = python_sum(parts)
+        self.tot_step += parts[0]
+        self.tot_budget += np.where(rejected, 0.0, parts[1])
+        self.tot_invalid += np.where(rejected, parts[1], 0.0)
+        self.tot_terminal += parts[2]
+        self.tot_false_block[ending] += held_fb
+        self.tot_revealed_violation[ending] += held_rv
+        over = np.flatnonzero(terminated | truncated)
+        if over.size:
+            self.returns[over] = python_sum(self._f[self._totals][:, over])
+        self.last_rejected[:] = rejected | (self.last_rejected & ~act)
+        self._encode()
+
+    def _inspect(self, group: list[np.ndarray]) -> None:
+        """The eight inspections: each reads its artifact as it stands now."""
+        ticket = np.concatenate((group[0], group[6]))
+        if ticket.size:
+            self.t_read[ticket] = self.clock[ticket]
+            self.t_seen[ticket] = seen = self.viol[S1, ticket]
+            self._reveal(ticket[seen], S1)
+        diff = np.concatenate((group[1], group[4]))
+        if diff.size:
+            self.p_read[diff] = self.clock[diff]
+            self.p_seen[diff] = seen = self.viol[S4, diff]
+            self._reveal(diff[seen], S4)
+        early, late = group[2], group[5]
+        if early.size or late.size:
+            self.cread[0, early] = True
+            self.cread[1, late] = True
+            self.cread[1, early[self.calias[early]]] = True
+            self.cread[0, late[self.calias[late]]] = True
+            runs = np.concatenate((early, late))
+            bad = np.concatenate((self.cbad[0, early], self.cbad[1, late]))
+            self._reveal(runs[bad], S2)
+        early, late = group[3], group[7]
+        if early.size or late.size:
+            self.lread[0, early] = True
+            self.lread[1, late] = True
+            self.lread[1, early[self.lalias[early]]] = True
+            self.lread[0, late[self.lalias[late]]] = True
+            logs = np.concatenate((early, late))
+            bad_a = np.concatenate((self.lbad_a[0, early], self.lbad_a[1, late]))
+            bad_b = np.concatenate((self.lbad_b[0, early], self.lbad_b[1, late]))
+            self._reveal(logs[bad_a], S3)
+            self._reveal(logs[bad_b], S5)
+
+    def _approve(self, lanes: np.ndarray, slot: int) -> None:
+        """``approve_proposal(slot)``: too late at the deadline; the ship proposal ships;
+        approving a phase's last proposal opens the next phase.
+        """
+        if not lanes.size:
+            return
+        lanes = lanes[self.clock[lanes] < self.deadline[lanes]]
+        self.status[slot, lanes] = APPROVED
+        self.approved[lanes] += 1
+        if slot == 3:
+            self.shipped[lanes] = True
+            self.unsafe[lanes] = self.viol[:, lanes].any(axis=0)
+        elif slot == 2:
+            self._open_phase(lanes, 2)
+        else:
+            other = self.status[1 - slot, lanes] == APPROVED
+            self._open_phase(lanes[other], 1)
+
+    def _block(self, lanes: np.ndarray, slot: int, rule: int) -> None:
+        """``block_proposal(slot, rule)``: the rule's owner reworks the proposal's artifact."""
+        if not lanes.size:
+            return
+        justified = self.viol[rule, lanes]
+        due = self.clock[lanes] + _R60 * self.H[REWORK[rule], lanes]
+        self.status[slot, lanes] = BLOCKED
+        self.rule[slot, lanes] = rule
+        self.just[slot, lanes] = justified
+        self.due[slot, lanes] = due
+        self.dueh[slot, lanes] = _HOURS[due.astype(np.int64)]
+        false = lanes[~justified]
+        if false.size and self._w["false_block"]:
+            self.held_fb[false] += self._w["false_block"]
+            self.accrued[false] = True
+
+    def _judge(self, lanes: np.ndarray) -> None:
+        """``outcome_of`` the truth of ending ``lanes``; a hold is judged by the schedule."""
+        outcome = np.where(
+            self.shipped[lanes],
+            np.where(self.unsafe[lanes], UNSAFE, SAFE),
+            np.where(self.clock[lanes] >= self.deadline[lanes], MISSED, NO_DECISION),
+        )
+        held = np.flatnonzero(self.held[lanes])
+        if held.size:
+            holding = lanes[held]
+            reachable = self._earliest_ship(holding) < self.deadline[holding]
+            code = np.full(holding.size, UNNECESSARY)
+            late = holding[~reachable]
+            if late.size:
+                careful = self._careful_ship(late) < self.deadline[late]
+                code[~reachable] = np.where(careful, STALLED, CORRECT)
+            outcome[held] = code
+        self.outcome[lanes] = outcome
+
+    # -- when could a safe ship land? (schedule.ship_time) ------------------------------
+
+    def _earliest_ship(self, lanes: np.ndarray) -> np.ndarray:
+        """``ship_time(careful=False)`` from each lane's pipeline now: a supervisor who knows
+        every fact blocks each broken rule on the first proposal that can carry it, waits for
+        the reworks and approves the rest.
+        """
+        clock = self.clock[lanes]
+        viol, att = self.viol[:, lanes].copy(), self.att[:, lanes].copy()
+        rework = _R60 * self.H[REWORK[:, None], lanes]  # (5, lanes): a rework's minutes, by rule
+        status = self.status[:, lanes]
+        blocked = status == BLOCKED
+        avail = np.where(blocked, self.due[:, lanes], clock)
+        for slot in range(4):  # the pending reworks land first (no other fix is made by then)
+            on = np.flatnonzero(blocked[slot] & self.just[slot, lanes])
+            rule = self.rule[slot, lanes[on]]
+            on, rule = on[viol[rule, on]], rule[viol[rule, on]]
+            att[rule, on] -= 1
+            viol[rule[att[rule, on] <= 0], on[att[rule, on] <= 0]] = False
+        blocks = viol * att  # blocks each rule still needs
+        work = blocks * (10.0 + rework)  # each: a block, then its rework
+        phase = self.phase[lanes]
+        live = status[:2] != APPROVED  # triage proposals still to approve
+        later = work.sum(axis=0) - (work[S1] * live[0]) - (work[S2] + work[S4]) * live[1]
+        ship = np.where(
+            phase == 2,
+            avail[3] + work.sum(axis=0) + 10.0,
+            np.where(phase == 1, avail[2], 0.0) + later + 20.0,
+        )
+        triage = np.flatnonzero(phase == 0)
+        if triage.size:
+            k1, k2, k4 = blocks[S1, triage], blocks[S2, triage], blocks[S4, triage]
+            j = np.arange(5)[:, None]
+            r1, r2, r4 = rework[S1, triage], rework[S2, triage], rework[S4, triage]
+            dur = np.full((2, 5, triage.size), 10.0)
+            wait = np.stack(
+                [np.where(j < k1, r1, 0.0), np.where(j < k2, r2, np.where(j < k2 + k4, r4, 0.0))]
+            )
+            count = np.stack([k1 + 1, k2 + k4 + 1]) * live[:, triage]
+            end = _two_chains(clock[triage], avail[:2, triage], count, dur, wait)
+            ship[triage] += end
+        return ship
+
+    def _careful_ship(self, lanes: np.ndarray) -> np.ndarray:
+        """``start_ship``: ``ship_time(careful=True)`` from the episode's start: a supervisor
+        who reads each artifact before acting on it, and again after its rework.
+        """
+        viol, att = self.vstart[:, lanes], self.astart[:, lanes]
+        rework = _R60 * self.H[REWORK[:, None], lanes]
+        k = viol * att
+        k1, k2, k4 = k[S1], k[S2], k[S4]
+        r1, r2, r4 = rework[S1], rework[S2], rework[S4]
+        j = np.arange(11)[:, None]
+        pair0 = (j >= 1) & (j < 1 + 2 * k1)
+        block0 = pair0 & ((j - 1) % 2 == 0)
+        dur0 = np.where(j == 0, 15.0, np.where(pair0, np.where(block0, 10.0, 15.0), 10.0))
+        wait0 = np.where(block0, r1, 0.0)
+        s2 = (j >= 2) & (j < 2 + 2 * k2)
+        s4 = (j >= 2 + 2 * k2) & (j < 2 + 2 * k2 + 2 * k4)
+        block1 = (s2 | s4) & (j % 2 == 0)
+        dur1 = np.where(
+            j == 0,
+            30.0,
+            np.where(
+                j == 1,
+                20.0,
+                np.where(block1, 10.0, np.where(s2, 20.0, np.where(s4, 30.0, 10.0))),
+            ),
+        )
+        wait1 = np.where(block1 & s2, r2, np.where(block1 & s4, r4, 0.0))
+        count = np.stack([2 + 2 * k1, 3 + 2 * k2 + 2 * k4])
+        zero = np.zeros(lanes.size)
+        end = _two_chains(
+            zero, np.stack([zero, zero]), count, np.stack([dur0, dur1]), np.stack([wait0, wait1])
+        )
+        gate = k[S3] + k[S5]
+        return end + 20.0 + gate * (10.0 + rework[S3] + 20.0) + 20.0
+
+    # -- views ---------------------------------------------------------------------------
+
+    def _encode(self) -> None:
+        """``OversightEncoder.encode`` and ``action_masks`` of every lane."""
+        o, clock, deadline = self.obs, self.clock, self.deadline
+        left = deadline - clock
+        late = left <= 0
+        o[:, 0] = np.where(late, 1.0, clock / deadline)
+        o[:, 1] = np.where(late, 0.0, np.minimum(left / 2880.0, 1.0))
+        o[:, 2] = self.steps / self.max_steps
+        o[:, 3:6] = self.phase[:, None] == np.arange(3)
+        o[:, 6] = np.minimum(self.budget / 16.0, 1.0)
+        o[:, 7] = np.minimum(self.evidence / 8.0, 1.0)
+        o[:, 8] = (4 - self.approved) / 4
+        o[:, 9] = self.last_rejected
+        w = self._slot_work
+        status = self.status.T
+        w[:, :, 0] = status != 0
+        w[:, :, 1:4] = status[:, :, None] == np.arange(1, 4)
+        w[:, :, 4] = np.minimum(self.rev.T / 3.0, 1.0)
+        w[:, :, 5] = np.where(
+            status == BLOCKED,
+            np.minimum(np.maximum(self.dueh.T - (clock / 60.0)[:, None], 0.0) / 24.0, 1.0),
+            0.0,
+        )
+        w[:, :, 6] = self.conf.T
+        w[:, :, 7] = self.risk.T
+        w[:, :, 8] = self.rate.T
+        ticket = self.t_read >= self.t_rework
+        diff = self.p_read >= self.p_rework
+        t_bad, p_bad = ticket & self.t_seen, diff & self.p_seen
+        c0, c1 = self.cread[0], self.cread[1]
+        cb0, cb1 = c0 & self.cbad[0], c1 & self.cbad[1]
+        l0, l1 = self.lread[0], self.lread[1]
+        la0, la1 = l0 & self.lbad_a[0], l1 & self.lbad_a[1]
+        lb0, lb1 = l0 & self.lbad_b[0], l1 & self.lbad_b[1]
+        h = self.H
+        worst_t, worst_p = h[TICKET] * t_bad, h[PR] * p_bad
+        worst_l0, worst_l1 = h[LOG] * (la0 | lb0), h[LOG] * (la1 | lb1)
+        sign_t, sign_p = 2.0 * ticket - 1.0, 2.0 * diff - 1.0
+        w[:, 0, 9 + TICKET] = sign_t
+        w[:, 0, 13] = t_bad
+        w[:, 0, 18] = worst_t
+        w[:, 1, 9 + PR] = sign_p
+        w[:, 1, 9 + CI] = 2.0 * c0 - 1.0
+        w[:, 1, 14] = cb0
+        w[:, 1, 16] = p_bad
+        w[:, 1, 18] = np.maximum(worst_p, h[CI] * cb0)
+        w[:, 2, 9 + LOG] = 2.0 * l0 - 1.0
+        w[:, 2, 15] = la0
+        w[:, 2, 17] = lb0
+        w[:, 2, 18] = worst_l0
+        w[:, 3, 9 + PR] = sign_p
+        w[:, 3, 9 + CI] = 2.0 * c1 - 1.0
+        w[:, 3, 9 + TICKET] = sign_t
+        w[:, 3, 9 + LOG] = 2.0 * l1 - 1.0
+        w[:, 3, 13] = t_bad
+        w[:, 3, 14] = cb1
+        w[:, 3, 15] = la1
+        w[:, 3, 16] = p_bad
+        w[:, 3, 17] = lb1
+        w[:, 3, 18] = np.maximum(np.maximum(worst_p, h[CI] * cb1), np.maximum(worst_t, worst_l1))
+        w[:, :, 18] = np.minimum(w[:, :, 18] / 80.0, 1.0)
+        w *= (status != 0)[:, :, None]  # a slot without a proposal is all zeros
+        w += 0.0  # (and no -0.0)
+        o[:, 10:ANSWERS] = w.reshape(self.num, 4 * PER_SLOT)
+        m = self.mask  # asks need one unit; a PR diff two
+        afford = self.evidence > 0
+        one, two = afford & (self.budget >= 1), afford & (self.budget >= 2)
+        exists2, exists3 = status[:, 2] != 0, status[:, 3] != 0
+        m[:, 0] = one
+        m[:, 1] = two
+        m[:, 2] = one
+        m[:, 3] = one & exists2
+        m[:, 4] = two & exists3
+        m[:, 5:8] = (one & exists3)[:, None]
+        m[:, ASK0:APPROVE0] = one[:, None]
+        pending = status == PENDING
+        m[:, APPROVE0:BLOCK0] = pending
+        m[:, BLOCK0:STOP] = pending[:, [s for s, _ in BLOCKS]]
+
+
+def _two_chains(
+    start: np.ndarray, avail: np.ndarray, count: np.ndarray, dur: np.ndarray, wait: np.ndarray
+) -> np.ndarray:
+    """``ship_time``'s triage phase: one supervisor, two proposals' chains of actions, the
+    first proposal's first whenever both can act; the minute the last action ends.
+
+    Args:
+        start: The clock, per lane.
+        avail: When each chain can act next, ``(2, lanes)``.
+        count: Actions in each chain, ``(2, lanes)`` (0: nothing to do).
+        dur: Each action's minutes, ``(2, actions, lanes)``.
+        wait: Minutes after each action before the chain can act again (its rework).
+    """
+    t = start.copy()
+    avail = avail.astype(float)
+    done = np.zeros_like(count)
+    cols = np.arange(t.size)
+    todo = np.flatnonzero((done < count).any(axis=0))
+    while todo.size:
+        c, d, a, now = count[:, todo], done[:, todo], avail[:, todo], t[todo]
+        left = d < c
+        first = np.where(left, a, np.inf).min(axis=0)
+        now = np.where((left & (a <= now)).any(axis=0), now, np.maximum(now, first))
+        go0 = left[0] & (a[0] <= now)
+        chain = np.where(go0, 0, 1)
+        at = d[chain, np.arange(todo.size)]
+        col = cols[todo]
+        now = now + dur[chain, at, col]
+        avail[chain, todo] = now + wait[chain, at, col]
+        done[chain, todo] += 1
+        t[todo] = now
+        todo = todo[(done[:, todo] < count[:, todo]).any(axis=0)]
+    return t
