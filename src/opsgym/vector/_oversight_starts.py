@@ -45,8 +45,8 @@ USED = 34
 """Doubles of ``random(44)`` the batch reads (``u[0:34]``)."""
 SKIPPED = 44 - USED
 POOL = 32
-WORDS = 40
-"""``uint32`` words computed for the samplers (about 31 are spent on average)."""
+WORDS = 48
+"""``uint32`` words computed for the samplers (31 are spent on average; more in 1 in ~3,000)."""
 _IDS = 899 - 100  # integers(100, 899): Lemire on [0, 799)
 _LEMIRE_THRESHOLD = (2**32 - _IDS) % _IDS
 KIND = {"pr_diff": 0, "ci_run": 1, "ticket": 2, "deploy_log": 3}

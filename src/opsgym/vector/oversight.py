@@ -75,6 +75,7 @@ S1, S2, S3, S4, S5 = range(5)
 REWORK = np.array([TICKET, CI, LOG, PR, LOG])
 """The artifact kind a rework under each rule changes or makes (``domain.REWORKS``)."""
 PENDING, BLOCKED, APPROVED = 1, 2, 3
+_STATUSES = np.array([PENDING, BLOCKED, APPROVED])
 N_ACTIONS = len(CATALOGUE)
 INSPECTS = ((0, TICKET), (1, PR), (1, CI), (2, LOG), (3, PR), (3, CI), (3, TICKET), (3, LOG))
 """Actions 0-7: (slot, kind) of each inspection."""
@@ -86,15 +87,29 @@ _KIND_COST = np.array([COST[k] for k in KIND])
 _MINUTES = np.zeros(N_ACTIONS + 1)  # [0]: no call (rejected or idle); then by action
 _MINUTES[1 : ASK0 + 1] = [_KIND_MINUTES[k] for _, k in INSPECTS]
 _MINUTES[ASK0 + 1 : STOP + 1] = 10.0  # asks, approvals, blocks
-_COST = np.zeros(N_ACTIONS, np.int64)
-_COST[:ASK0] = [_KIND_COST[k] for _, k in INSPECTS]
-_COST[ASK0:APPROVE0] = COST["ask"]
+_COST = np.zeros(N_ACTIONS + 1, np.int64)  # [0]: no call; then by action
+_COST[1 : ASK0 + 1] = [_KIND_COST[k] for _, k in INSPECTS]
+_COST[ASK0 + 1 : APPROVE0 + 1] = COST["ask"]
+INSPECT, ASK, APPROVE, BLOCK, HOLD, WAIT = range(1, 7)
+_CALL = np.zeros(N_ACTIONS + 1, np.int64)  # [0]: no call; then each action's kind of call
+_CALL[1 : ASK0 + 1] = INSPECT
+_CALL[ASK0 + 1 : APPROVE0 + 1] = ASK
+_CALL[APPROVE0 + 1 : BLOCK0 + 1] = APPROVE
+_CALL[BLOCK0 + 1 : STOP + 1] = BLOCK
+_CALL[STOP + 1], _CALL[AWAIT + 1] = HOLD, WAIT
+_SLOT = np.zeros(N_ACTIONS, np.int64)  # the slot an inspection, approval or block addresses
+_SLOT[:ASK0] = [s for s, _ in INSPECTS]
+_SLOT[APPROVE0:BLOCK0] = range(4)
+_SLOT[BLOCK0:STOP] = [s for s, _ in BLOCKS]
+_ARG = np.zeros(N_ACTIONS, np.int64)  # an inspection's kind, a question's index, a block's rule
+_ARG[:ASK0] = [k for _, k in INSPECTS]
+_ARG[ASK0:APPROVE0] = range(20)
+_ARG[BLOCK0:STOP] = [r for _, r in BLOCKS]
 _LOW = np.array([_CONFIDENCE[a][0] for a in _CONFIDENCE])
 _SPAN = np.array([_CONFIDENCE[a][1] for a in _CONFIDENCE])
 _P_LOW = np.array([_P_LOW_RISK[a] for a in _P_LOW_RISK])
 _CONF = round_steps(0.5, 1.0, 2)
 _HOURS = np.array([round(m / 60.0, 2) for m in range(12000)])  # _h of a whole minute
-_AUTHOR = (0, 1, 2, 3)  # the role of each slot's author (slot 2: the SRE or the manager)
 _CAREFUL, _SHORTCUT, _PRESSURED = 0, 1, 3
 _OBS = OversightEncoder.size
 _R60 = 60.0
@@ -293,7 +308,8 @@ class OversightBatch(Batch):
         self._rows_b = np.array([names[1].index(f) for f in BOOLS])[:, None]
         self._totals = [names[0].index(f"tot_{name}") for name in RETURN_ORDER]
         self._flat = self._lanes * N_ACTIONS
-        self._slot_work = np.zeros((n, 4, PER_SLOT))
+        self.screen = True
+        """Judge holds by bounds where they suffice (``False``: replay every triage phase)."""
         self._budget_paid = np.zeros(n)
 
     # -- resets --------------------------------------------------------------------------
@@ -338,8 +354,8 @@ class OversightBatch(Batch):
             self.budget[lanes] = self._budget0
             self.evidence[lanes] = self._cap
             self.obs[lanes, ANSWERS:] = 0.0
-            self._propose(lanes, 0, np.zeros(lanes.size, np.int64))
-            self._propose(lanes, 1, np.ones(lanes.size, np.int64))
+            both = np.repeat(np.array([0, 1]), lanes.size)
+            self._propose(both, np.tile(lanes, 2), both)  # the triage proposals, numbers 0, 1
             self.proposals[lanes] = 2
             self.reward[lanes] = 0.0
             self.terminated[lanes] = False
@@ -350,107 +366,102 @@ class OversightBatch(Batch):
 
     # -- the world's truth, vectorised ---------------------------------------------------
 
-    def _propose(self, lanes: np.ndarray, slot: int, n: np.ndarray) -> None:
-        """``Oversight._propose``: proposal number ``n`` of each lane, in ``slot``, pending;
+    def _propose(self, slots: np.ndarray, lanes: np.ndarray, n: np.ndarray) -> None:
+        """``Oversight._propose``: proposal number ``n`` of each lane, in its slot, pending;
         its risk and confidence from the pool, by its author's archetype.
         """
-        if not lanes.size:
-            return
-        role = np.where(self.slot2_rm[lanes], 3, 2) if slot == 2 else _AUTHOR[slot]
+        role = np.where(slots == 2, 2 + self.slot2_rm[lanes], slots)  # the SRE or the manager
         arch = self.arch[role, lanes]
         u_risk = self.pool[(2 * n) % 32, lanes]
         u_conf = self.pool[(2 * n + 1) % 32, lanes]
-        self.risk[slot, lanes] = u_risk >= _P_LOW[arch]
-        self.conf[slot, lanes] = rounded(_CONF, _LOW[arch] + _SPAN[arch] * u_conf)
-        self.rate[slot, lanes] = self.wrate[role, lanes]
-        self.status[slot, lanes] = PENDING
-        self.due[slot, lanes] = np.inf
+        self.risk[slots, lanes] = u_risk >= _P_LOW[arch]
+        self.conf[slots, lanes] = rounded(_CONF, _LOW[arch] + _SPAN[arch] * u_conf)
+        self.rate[slots, lanes] = self.wrate[role, lanes]
+        self.status[slots, lanes] = PENDING
+        self.due[slots, lanes] = np.inf
 
-    def _open_phase(self, lanes: np.ndarray, phase: int) -> None:
+    def _open_phase(self, lanes: np.ndarray, phase: np.ndarray) -> None:
         """``Oversight._open_phase``: the deploy gate's proposal (a new deploy log) or the
-        ship proposal (citing the latest artifact of each kind).
+        ship proposal (citing the latest artifact of each kind, the same ones as before).
         """
-        if not lanes.size:
-            return
         self.phase[lanes] = phase
         self.evidence[lanes] = self._cap
-        if phase == 1:
-            self._new_log(lanes, 0)
-        else:
-            self.cread1[lanes], self.cbad1[lanes] = self.cread0[lanes], self.cbad0[lanes]
-            self.lread1[lanes] = self.lread0[lanes]
-            self.lbad_a1[lanes], self.lbad_b1[lanes] = self.lbad_a0[lanes], self.lbad_b0[lanes]
-            self.calias[lanes] = self.lalias[lanes] = True
+        gate, ship = lanes[phase == 1], lanes[phase == 2]
+        self.lread0[gate] = False
+        self.lbad_a0[gate] = self.viol[S3, gate]
+        self.lbad_b0[gate] = self.viol[S5, gate] & ~self.not_run[gate]
+        for late, early in ((self.cread1, self.cread0), (self.cbad1, self.cbad0)):
+            late[ship] = early[ship]
+        for late, early in ((self.lread1, self.lread0), (self.lbad_a1, self.lbad_a0)):
+            late[ship] = early[ship]
+        self.lbad_b1[ship] = self.lbad_b0[ship]
+        self.calias[ship] = self.lalias[ship] = True
         n = self.proposals[lanes]
-        self.proposals[lanes] += 1
-        self._propose(lanes, phase + 1, n)
-
-    def _new_log(self, lanes: np.ndarray, handle: int) -> None:
-        """A new deploy log in ``handle``, showing the release as it stands."""
-        self.lread[handle, lanes] = False
-        self.lbad_a[handle, lanes] = self.viol[S3, lanes]
-        self.lbad_b[handle, lanes] = self.viol[S5, lanes] & ~self.not_run[lanes]
+        self.proposals[lanes] = n + 1
+        self._propose(phase + 1, lanes, n)
 
     def _land(self) -> None:
         """``Oversight.advance``'s landings: every rework due by a lane's clock arrives, in
         order of due minute (then slot), each making a revision.
         """
         landing = self.due <= self.clock
-        if not landing.any():
+        slots, lanes = np.nonzero(landing)
+        if not lanes.size:
             return
-        both = landing[0] & landing[1]  # only the triage slots can land together
-        first1 = both & (self.due[1] < self.due[0])
-        for slot in range(4):
-            lanes = np.flatnonzero(landing[slot])
-            if not lanes.size:
-                continue
-            n = self.proposals[lanes]
-            if slot == 0:
-                n = n + first1[lanes]
-            elif slot == 1:
-                n = n + (both & ~first1)[lanes]
-            self._arrive(lanes, slot, n)
+        # only the triage slots can land together: the later one is the later proposal
+        due = self.due[:, lanes]
+        other = landing[1 - np.minimum(slots, 1), lanes] & (slots < 2)
+        second = other & ((due[1] < due[0]) == (slots == 0))
+        n = self.proposals[lanes] + second
         self.proposals += landing.sum(axis=0, dtype=np.int32)
+        self._arrive(slots, lanes, n)
 
-    def _arrive(self, lanes: np.ndarray, slot: int, n: np.ndarray) -> None:
+    def _arrive(self, slots: np.ndarray, lanes: np.ndarray, n: np.ndarray) -> None:
         """``Oversight._arrive``: the fix (if the block was justified and the attempt holds)
         and a revision, which reads the same either way.
         """
-        rule = self.rule[slot, lanes]
-        due = self.due[slot, lanes]
-        fix = self.just[slot, lanes] & self.viol[rule, lanes]
+        rule = self.rule[slots, lanes]
+        due = self.due[slots, lanes]
+        fix = self.just[slots, lanes] & self.viol[rule, lanes]
         if fix.any():
             fixed, r = lanes[fix], rule[fix]
-            self.att[r, fixed] -= 1
+            left = self.att[r, fixed] - 1
+            self.att[r, fixed] = left
             self.epoch[r, fixed] += 1
-            held = self.att[r, fixed] <= 0
-            self.viol[r[held], fixed[held]] = False
-            self.not_run[fixed[held & (r == S3)]] = False
+            self.viol[r, fixed] = left > 0
+            self.not_run[fixed[(left <= 0) & (r == S3)]] = False
         kind = REWORK[rule]
-        self.t_rework[lanes[kind == TICKET]] = due[kind == TICKET]
-        self.p_rework[lanes[kind == PR]] = due[kind == PR]
-        handle = int(slot == 3)
-        ci = lanes[kind == CI]
-        self.cread[handle, ci] = False
-        self.cbad[handle, ci] = self.viol[S2, ci]
-        self._new_log(lanes[kind == LOG], handle)
-        if slot == 3:
-            self.calias[ci] = False
-            self.lalias[lanes[kind == LOG]] = False
-        self.rev[slot, lanes] += 1
-        self._propose(lanes, slot, n)
+        living = kind == TICKET
+        self.t_rework[lanes[living]] = due[living]
+        living = kind == PR
+        self.p_rework[lanes[living]] = due[living]
+        late = (slots == 3).astype(np.intp)  # the handle: the ship proposal's own
+        made = kind == CI
+        at, h = lanes[made], late[made]
+        self.cread[h, at] = False
+        self.cbad[h, at] = self.viol[S2, at]
+        self.calias[at[h == 1]] = False
+        made = kind == LOG
+        at, h = lanes[made], late[made]
+        self.lread[h, at] = False
+        self.lbad_a[h, at] = self.viol[S3, at]
+        self.lbad_b[h, at] = self.viol[S5, at] & ~self.not_run[at]
+        self.lalias[at[h == 1]] = False
+        self.rev[slots, lanes] += 1
+        self._propose(slots, lanes, n)
 
-    def _reveal(self, lanes: np.ndarray, rule: int) -> None:
-        """Inspections of ``lanes`` showed ``rule`` broken: a violation truly there pays
-        ``revealed_violation`` once per fix attempt (settled).
+    def _reveal(self, lanes: np.ndarray, rules: np.ndarray) -> None:
+        """Inspections of ``lanes`` (each once) showed ``rules`` broken: a violation truly
+        there pays ``revealed_violation`` once per fix attempt (settled).
         """
-        new = lanes[self.viol[rule, lanes] & (self.shown[rule, lanes] != self.epoch[rule, lanes])]
-        if new.size:
-            self.shown[rule, new] = self.epoch[rule, new]
-            if self._w["revealed_violation"]:
-                self.held_rv[new] += self._w["revealed_violation"]
-                self.rv_first[new] |= ~self.accrued[new]
-                self.accrued[new] = True
+        epoch = self.epoch[rules, lanes]
+        new = self.viol[rules, lanes] & (self.shown[rules, lanes] != epoch)
+        lanes = lanes[new]
+        self.shown[rules[new], lanes] = epoch[new]
+        if lanes.size and self._w["revealed_violation"]:
+            self.held_rv[lanes] += self._w["revealed_violation"]
+            self.rv_first[lanes] |= ~self.accrued[lanes]
+            self.accrued[lanes] = True
 
     # -- stepping ------------------------------------------------------------------------
 
@@ -463,42 +474,44 @@ class OversightBatch(Batch):
         a = self._check_actions(actions, act, N_ACTIONS)
         valid = self.mask.ravel()[self._flat + a]
         rejected = act & ~valid
-        calls = np.where(act & valid, a, -1)
-        ends = np.bincount(calls + 1, minlength=N_ACTIONS + 1).cumsum()
-        order = np.argsort(calls, kind="stable")
-        group = [order[ends[k] : ends[k + 1]] for k in range(N_ACTIONS)]
+        call = np.where(act & valid, a + 1, 0)  # 0: no call
+        kind = _CALL[call]
+        ends = np.bincount(kind, minlength=WAIT + 1).cumsum()
+        order = np.argsort(kind, kind="stable")
+        inspect, ask, approve, block, hold, wait = (
+            order[ends[k - 1] : ends[k]] for k in range(INSPECT, WAIT + 1)
+        )
         self.steps += act
 
         # -- time passes first; reworks due by then land ---------------------------------
-        self.clock += _MINUTES[calls + 1]
+        self.clock += _MINUTES[call]
         self._land()
 
         # -- inspections and questions: evidence, for review budget ----------------------
-        cost = _COST[np.maximum(calls, 0)] * (calls >= 0)
-        spend = np.flatnonzero(cost)
+        cost = _COST[call]
+        spend = order[ends[0] : ends[ASK]]
         self.budget[spend] -= cost[spend]
         self.evidence[spend] -= 1
-        self._inspect(group)
-        asks = np.concatenate(group[ASK0:APPROVE0])
-        if asks.size:
-            q = (calls[asks] - ASK0) % 5
-            role = (calls[asks] - ASK0) // 5
-            arch = self.arch[role, asks]
-            honest = (arch == _CAREFUL) | ((arch == _SHORTCUT) & (OWNER[q] != role))
-            says = np.where(honest & self.viol[q, asks], -1.0, 1.0)
-            self.obs[asks, ANSWERS + calls[asks] - ASK0] = np.where(arch == _PRESSURED, 0.0, says)
+        if inspect.size:
+            self._inspect(inspect, _ARG[a[inspect]], (_SLOT[a[inspect]] == 3).astype(np.intp))
+        if ask.size:
+            q = _ARG[a[ask]]
+            role, rule = q // 5, q % 5
+            arch = self.arch[role, ask]
+            honest = (arch == _CAREFUL) | ((arch == _SHORTCUT) & (OWNER[rule] != role))
+            says = np.where(honest & self.viol[rule, ask], -1.0, 1.0)
+            self.obs[ask, ANSWERS + q] = np.where(arch == _PRESSURED, 0.0, says)
 
         # -- decisions ---------------------------------------------------------------------
-        for slot in range(4):
-            self._approve(group[APPROVE0 + slot], slot)
-        for j, (slot, rule) in enumerate(BLOCKS):
-            self._block(group[BLOCK0 + j], slot, rule)
-        self.held[group[STOP]] = True
-        wait = group[AWAIT]
+        if approve.size:
+            self._approve(approve, _SLOT[a[approve]])
+        if block.size:
+            self._block(block, _SLOT[a[block]], _ARG[a[block]])
+        self.held[hold] = True
         if wait.size:
             clock = self.clock[wait]
             due = self.due[:, wait].min(axis=0)
-            due = np.where(np.isinf(due), clock + MINUTES["idle_hold"], due)
+            due = np.where(due == np.inf, clock + MINUTES["idle_hold"], due)
             self.clock[wait] = clock + (due - clock)
             self._land()
 
@@ -518,18 +531,19 @@ class OversightBatch(Batch):
         # -- the step's reward: its components in the order the ledger holds them --------
         w = self._w
         parts = np.zeros((5, n))
-        parts[0][act] = w["step"]
-        parts[1] = w["budget"] * cost
-        parts[1][rejected] = w["invalid"]
-        parts[2][ending] = self._terminal[self.outcome[ending]]
+        if w["step"]:
+            parts[0][act] = w["step"]
+        paid = w["budget"] * cost
+        parts[1] = np.where(rejected, w["invalid"], paid)
         rv_first = self.rv_first[ending]
         held_rv, held_fb = self.held_rv[ending], self.held_fb[ending]
+        parts[2][ending] = self._terminal[self.outcome[ending]]
         parts[3][ending] = np.where(rv_first, held_rv, held_fb)
         parts[4][ending] = np.where(rv_first, held_fb, held_rv)
         self.reward[:] = python_sum(parts)
         self.tot_step += parts[0]
-        self.tot_budget += np.where(rejected, 0.0, parts[1])
-        self.tot_invalid += np.where(rejected, parts[1], 0.0)
+        self.tot_budget += paid
+        self.tot_invalid[rejected] += w["invalid"]
         self.tot_terminal += parts[2]
         self.tot_false_block[ending] += held_fb
         self.tot_revealed_violation[ending] += held_rv
@@ -539,68 +553,59 @@ class OversightBatch(Batch):
         self.last_rejected[:] = rejected | (self.last_rejected & ~act)
         self._encode()
 
-    def _inspect(self, group: list[np.ndarray]) -> None:
-        """The eight inspections: each reads its artifact as it stands now."""
-        ticket = np.concatenate((group[0], group[6]))
-        if ticket.size:
-            self.t_read[ticket] = self.clock[ticket]
-            self.t_seen[ticket] = seen = self.viol[S1, ticket]
-            self._reveal(ticket[seen], S1)
-        diff = np.concatenate((group[1], group[4]))
-        if diff.size:
-            self.p_read[diff] = self.clock[diff]
-            self.p_seen[diff] = seen = self.viol[S4, diff]
-            self._reveal(diff[seen], S4)
-        early, late = group[2], group[5]
-        if early.size or late.size:
-            self.cread[0, early] = True
-            self.cread[1, late] = True
-            self.cread[1, early[self.calias[early]]] = True
-            self.cread[0, late[self.calias[late]]] = True
-            runs = np.concatenate((early, late))
-            bad = np.concatenate((self.cbad[0, early], self.cbad[1, late]))
-            self._reveal(runs[bad], S2)
-        early, late = group[3], group[7]
-        if early.size or late.size:
-            self.lread[0, early] = True
-            self.lread[1, late] = True
-            self.lread[1, early[self.lalias[early]]] = True
-            self.lread[0, late[self.lalias[late]]] = True
-            logs = np.concatenate((early, late))
-            bad_a = np.concatenate((self.lbad_a[0, early], self.lbad_a[1, late]))
-            bad_b = np.concatenate((self.lbad_b[0, early], self.lbad_b[1, late]))
-            self._reveal(logs[bad_a], S3)
-            self._reveal(logs[bad_b], S5)
+    def _inspect(self, lanes: np.ndarray, kind: np.ndarray, late: np.ndarray) -> None:
+        """The inspections: each reads its artifact as it stands now (``late`` 1: the one the
+        ship proposal cites, where a run or a log may be newer than the earlier proposal's).
+        """
+        ticket = lanes[kind == TICKET]
+        self.t_read[ticket] = self.clock[ticket]
+        self.t_seen[ticket] = t_bad = self.viol[S1, ticket]
+        diff = lanes[kind == PR]
+        self.p_read[diff] = self.clock[diff]
+        self.p_seen[diff] = p_bad = self.viol[S4, diff]
+        runs, logs = kind == CI, kind == LOG
+        run, h = lanes[runs], late[runs]
+        self.cread[h, run] = True
+        alias = self.calias[run]
+        self.cread[1 - h[alias], run[alias]] = True
+        r_bad = self.cbad[h, run]
+        log, h = lanes[logs], late[logs]
+        self.lread[h, log] = True
+        alias = self.lalias[log]
+        self.lread[1 - h[alias], log[alias]] = True
+        la, lb = self.lbad_a[h, log], self.lbad_b[h, log]
+        shown = (ticket[t_bad], diff[p_bad], run[r_bad], log[la])
+        rules = np.repeat(np.array([S1, S4, S2, S3]), [x.size for x in shown])
+        self._reveal(np.concatenate(shown), rules)  # a log shows S3, then S5
+        if lb.any():
+            self._reveal(log[lb], np.full(lb.sum(), S5))
 
-    def _approve(self, lanes: np.ndarray, slot: int) -> None:
+    def _approve(self, lanes: np.ndarray, slots: np.ndarray) -> None:
         """``approve_proposal(slot)``: too late at the deadline; the ship proposal ships;
         approving a phase's last proposal opens the next phase.
         """
-        if not lanes.size:
-            return
-        lanes = lanes[self.clock[lanes] < self.deadline[lanes]]
-        self.status[slot, lanes] = APPROVED
+        ok = self.clock[lanes] < self.deadline[lanes]
+        lanes, slots = lanes[ok], slots[ok]
+        self.status[slots, lanes] = APPROVED
         self.approved[lanes] += 1
-        if slot == 3:
-            self.shipped[lanes] = True
-            self.unsafe[lanes] = self.viol[:, lanes].any(axis=0)
-        elif slot == 2:
-            self._open_phase(lanes, 2)
-        else:
-            other = self.status[1 - slot, lanes] == APPROVED
-            self._open_phase(lanes[other], 1)
+        ship = lanes[slots == 3]
+        self.shipped[ship] = True
+        self.unsafe[ship] = self.viol[:, ship].any(axis=0)
+        triage = slots < 2
+        other = self.status[1 - np.minimum(slots, 1), lanes] == APPROVED
+        opens = (triage & other) | (slots == 2)
+        if opens.any():
+            self._open_phase(lanes[opens], np.where(triage, 1, 2)[opens])
 
-    def _block(self, lanes: np.ndarray, slot: int, rule: int) -> None:
+    def _block(self, lanes: np.ndarray, slots: np.ndarray, rules: np.ndarray) -> None:
         """``block_proposal(slot, rule)``: the rule's owner reworks the proposal's artifact."""
-        if not lanes.size:
-            return
-        justified = self.viol[rule, lanes]
-        due = self.clock[lanes] + _R60 * self.H[REWORK[rule], lanes]
-        self.status[slot, lanes] = BLOCKED
-        self.rule[slot, lanes] = rule
-        self.just[slot, lanes] = justified
-        self.due[slot, lanes] = due
-        self.dueh[slot, lanes] = _HOURS[due.astype(np.int64)]
+        justified = self.viol[rules, lanes]
+        due = self.clock[lanes] + _R60 * self.H[REWORK[rules], lanes]
+        self.status[slots, lanes] = BLOCKED
+        self.rule[slots, lanes] = rules
+        self.just[slots, lanes] = justified
+        self.due[slots, lanes] = due
+        self.dueh[slots, lanes] = _HOURS[due.astype(np.int64)]
         false = lanes[~justified]
         if false.size and self._w["false_block"]:
             self.held_fb[false] += self._w["false_block"]
@@ -630,7 +635,8 @@ class OversightBatch(Batch):
     def _earliest_ship(self, lanes: np.ndarray) -> np.ndarray:
         """``ship_time(careful=False)`` from each lane's pipeline now: a supervisor who knows
         every fact blocks each broken rule on the first proposal that can carry it, waits for
-        the reworks and approves the rest.
+        the reworks and approves the rest. Exact where the deadline could fall either side;
+        elsewhere a bound on the right side of it (only the side is judged).
         """
         clock = self.clock[lanes]
         viol, att = self.viol[:, lanes].copy(), self.att[:, lanes].copy()
@@ -638,12 +644,13 @@ class OversightBatch(Batch):
         status = self.status[:, lanes]
         blocked = status == BLOCKED
         avail = np.where(blocked, self.due[:, lanes], clock)
-        for slot in range(4):  # the pending reworks land first (no other fix is made by then)
-            on = np.flatnonzero(blocked[slot] & self.just[slot, lanes])
-            rule = self.rule[slot, lanes[on]]
-            on, rule = on[viol[rule, on]], rule[viol[rule, on]]
-            att[rule, on] -= 1
-            viol[rule[att[rule, on] <= 0], on[att[rule, on] <= 0]] = False
+        # the pending reworks land first (nothing else fixes their rules by then)
+        slots, at = np.nonzero(blocked & self.just[:, lanes])
+        rule = self.rule[slots, lanes[at]]
+        fix = viol[rule, at]
+        rule, at = rule[fix], at[fix]
+        att[rule, at] -= 1
+        viol[rule, at] = att[rule, at] > 0
         blocks = viol * att  # blocks each rule still needs
         work = blocks * (10.0 + rework)  # each: a block, then its rework
         phase = self.phase[lanes]
@@ -657,51 +664,78 @@ class OversightBatch(Batch):
         triage = np.flatnonzero(phase == 0)
         if triage.size:
             k1, k2, k4 = blocks[S1, triage], blocks[S2, triage], blocks[S4, triage]
-            j = np.arange(5)[:, None]
             r1, r2, r4 = rework[S1, triage], rework[S2, triage], rework[S4, triage]
-            dur = np.full((2, 5, triage.size), 10.0)
-            wait = np.stack(
-                [np.where(j < k1, r1, 0.0), np.where(j < k2, r2, np.where(j < k2 + k4, r4, 0.0))]
+            both = np.stack([k1 + 1, k2 + k4 + 1])
+            count = both * live[:, triage]
+            alone = avail[:2, triage] + np.stack(
+                [k1 * (10.0 + r1), k2 * (10.0 + r2) + k4 * (10.0 + r4)]
             )
-            count = np.stack([k1 + 1, k2 + k4 + 1]) * live[:, triage]
-            end = _two_chains(clock[triage], avail[:2, triage], count, dur, wait)
+            alone = np.where(count > 0, alone + 10.0, -np.inf)
+            # sharing the supervisor delays each action by one of the other chain's at most
+            deadline = self.deadline[lanes[triage]]
+            end = _bounded(alone, alone + 10.0 * count, ship[triage], deadline, self.screen)
+            unsure = np.flatnonzero(np.isnan(end))
+            if unsure.size:
+                j = np.arange(5)[:, None]
+                k1, k2, k4 = k1[unsure], k2[unsure], k4[unsure]
+                r1, r2, r4 = r1[unsure], r2[unsure], r4[unsure]
+                wait = np.stack(
+                    [
+                        np.where(j < k1, r1, 0.0),
+                        np.where(j < k2, r2, np.where(j < k2 + k4, r4, 0.0)),
+                    ]
+                )
+                dur = np.full((2, 5, unsure.size), 10.0)
+                at = triage[unsure]
+                end[unsure] = _two_chains(clock[at], avail[:2, at], count[:, unsure], dur, wait)
             ship[triage] += end
         return ship
 
     def _careful_ship(self, lanes: np.ndarray) -> np.ndarray:
         """``start_ship``: ``ship_time(careful=True)`` from the episode's start: a supervisor
-        who reads each artifact before acting on it, and again after its rework.
+        who reads each artifact before acting on it, and again after its rework. Exact where
+        the deadline could fall either side; elsewhere a bound on the right side of it.
         """
         viol, att = self.vstart[:, lanes], self.astart[:, lanes]
         rework = _R60 * self.H[REWORK[:, None], lanes]
         k = viol * att
         k1, k2, k4 = k[S1], k[S2], k[S4]
         r1, r2, r4 = rework[S1], rework[S2], rework[S4]
-        j = np.arange(11)[:, None]
-        pair0 = (j >= 1) & (j < 1 + 2 * k1)
-        block0 = pair0 & ((j - 1) % 2 == 0)
-        dur0 = np.where(j == 0, 15.0, np.where(pair0, np.where(block0, 10.0, 15.0), 10.0))
-        wait0 = np.where(block0, r1, 0.0)
-        s2 = (j >= 2) & (j < 2 + 2 * k2)
-        s4 = (j >= 2 + 2 * k2) & (j < 2 + 2 * k2 + 2 * k4)
-        block1 = (s2 | s4) & (j % 2 == 0)
-        dur1 = np.where(
-            j == 0,
-            30.0,
-            np.where(
-                j == 1,
-                20.0,
-                np.where(block1, 10.0, np.where(s2, 20.0, np.where(s4, 30.0, 10.0))),
-            ),
-        )
-        wait1 = np.where(block1 & s2, r2, np.where(block1 & s4, r4, 0.0))
-        count = np.stack([2 + 2 * k1, 3 + 2 * k2 + 2 * k4])
-        zero = np.zeros(lanes.size)
-        end = _two_chains(
-            zero, np.stack([zero, zero]), count, np.stack([dur0, dur1]), np.stack([wait0, wait1])
-        )
         gate = k[S3] + k[S5]
-        return end + 20.0 + gate * (10.0 + rework[S3] + 20.0) + 20.0
+        tail = 20.0 + gate * (10.0 + rework[S3] + 20.0) + 20.0  # the deploy gate, then ship
+        count = np.stack([2 + 2 * k1, 3 + 2 * k2 + 2 * k4])
+        alone = np.stack(
+            [
+                25.0 + k1 * (10.0 + r1 + 15.0),
+                60.0 + k2 * (10.0 + r2 + 20.0) + k4 * (10.0 + r4 + 30.0),
+            ]
+        )
+        # sharing the supervisor delays each action by 30 minutes at most (the longest read)
+        end = _bounded(alone, alone + 30.0 * count, tail, self.deadline[lanes], self.screen)
+        unsure = np.flatnonzero(np.isnan(end))
+        if unsure.size:
+            k1, k2, k4 = k1[unsure], k2[unsure], k4[unsure]
+            r1, r2, r4 = r1[unsure], r2[unsure], r4[unsure]
+            j = np.arange(11)[:, None]
+            pair0 = (j >= 1) & (j < 1 + 2 * k1)
+            block0 = pair0 & ((j - 1) % 2 == 0)
+            dur0 = np.where(j == 0, 15.0, np.where(pair0, np.where(block0, 10.0, 15.0), 10.0))
+            wait0 = np.where(block0, r1, 0.0)
+            s2 = (j >= 2) & (j < 2 + 2 * k2)
+            s4 = (j >= 2 + 2 * k2) & (j < 2 + 2 * k2 + 2 * k4)
+            block1 = (s2 | s4) & (j % 2 == 0)
+            read1 = np.where(s2, 20.0, np.where(s4, 30.0, 10.0))
+            dur1 = np.where(j == 0, 30.0, np.where(j == 1, 20.0, np.where(block1, 10.0, read1)))
+            wait1 = np.where(block1 & s2, r2, np.where(block1 & s4, r4, 0.0))
+            zero = np.zeros(unsure.size)
+            end[unsure] = _two_chains(
+                zero,
+                np.stack([zero, zero]),
+                count[:, unsure],
+                np.stack([dur0, dur1]),
+                np.stack([wait0, wait1]),
+            )
+        return end + tail
 
     # -- views ---------------------------------------------------------------------------
 
@@ -718,71 +752,83 @@ class OversightBatch(Batch):
         o[:, 7] = np.minimum(self.evidence / 8.0, 1.0)
         o[:, 8] = (4 - self.approved) / 4
         o[:, 9] = self.last_rejected
-        w = self._slot_work
+        slots = o[:, 10:ANSWERS].reshape(self.num, 4, PER_SLOT)  # a view: (lanes, slot, field)
         status = self.status.T
-        w[:, :, 0] = status != 0
-        w[:, :, 1:4] = status[:, :, None] == np.arange(1, 4)
-        w[:, :, 4] = np.minimum(self.rev.T / 3.0, 1.0)
-        w[:, :, 5] = np.where(
-            status == BLOCKED,
-            np.minimum(np.maximum(self.dueh.T - (clock / 60.0)[:, None], 0.0) / 24.0, 1.0),
-            0.0,
-        )
-        w[:, :, 6] = self.conf.T
-        w[:, :, 7] = self.risk.T
-        w[:, :, 8] = self.rate.T
+        slots[:, :, 0] = status != 0
+        slots[:, :, 1:4] = status[:, :, None] == _STATUSES
+        slots[:, :, 4] = np.minimum(self.rev.T / 3.0, 1.0)
+        blocked = status == BLOCKED
+        wait = (self.dueh - clock / 60.0).T
+        slots[:, :, 5] = np.where(blocked, np.minimum(np.maximum(wait, 0.0) / 24.0, 1.0), 0.0)
+        slots[:, :, 6] = self.conf.T
+        slots[:, :, 7] = self.risk.T
+        slots[:, :, 8] = self.rate.T
+        # what each slot's artifacts show: read since their last rework (1) or not (-1), the
+        # rules their reports show broken, the longest rework among those (slots 2 and 3 may
+        # not exist yet: all zeros then)
+        has2, has3 = status[:, 2] != 0, status[:, 3] != 0
         ticket = self.t_read >= self.t_rework
         diff = self.p_read >= self.p_rework
         t_bad, p_bad = ticket & self.t_seen, diff & self.p_seen
-        c0, c1 = self.cread[0], self.cread[1]
-        cb0, cb1 = c0 & self.cbad[0], c1 & self.cbad[1]
-        l0, l1 = self.lread[0], self.lread[1]
-        la0, la1 = l0 & self.lbad_a[0], l1 & self.lbad_a[1]
-        lb0, lb1 = l0 & self.lbad_b[0], l1 & self.lbad_b[1]
+        run0, run1 = self.cread0, self.cread1 & has3
+        r_bad0, r_bad1 = run0 & self.cbad0, run1 & self.cbad1
+        log0, log1 = self.lread0 & has2, self.lread1 & has3
+        la0, la1 = log0 & self.lbad_a0, log1 & self.lbad_a1
+        lb0, lb1 = log0 & self.lbad_b0, log1 & self.lbad_b1
         h = self.H
-        worst_t, worst_p = h[TICKET] * t_bad, h[PR] * p_bad
-        worst_l0, worst_l1 = h[LOG] * (la0 | lb0), h[LOG] * (la1 | lb1)
-        sign_t, sign_p = 2.0 * ticket - 1.0, 2.0 * diff - 1.0
-        w[:, 0, 9 + TICKET] = sign_t
-        w[:, 0, 13] = t_bad
-        w[:, 0, 18] = worst_t
-        w[:, 1, 9 + PR] = sign_p
-        w[:, 1, 9 + CI] = 2.0 * c0 - 1.0
-        w[:, 1, 14] = cb0
-        w[:, 1, 16] = p_bad
-        w[:, 1, 18] = np.maximum(worst_p, h[CI] * cb0)
-        w[:, 2, 9 + LOG] = 2.0 * l0 - 1.0
-        w[:, 2, 15] = la0
-        w[:, 2, 17] = lb0
-        w[:, 2, 18] = worst_l0
-        w[:, 3, 9 + PR] = sign_p
-        w[:, 3, 9 + CI] = 2.0 * c1 - 1.0
-        w[:, 3, 9 + TICKET] = sign_t
-        w[:, 3, 9 + LOG] = 2.0 * l1 - 1.0
-        w[:, 3, 13] = t_bad
-        w[:, 3, 14] = cb1
-        w[:, 3, 15] = la1
-        w[:, 3, 16] = p_bad
-        w[:, 3, 17] = lb1
-        w[:, 3, 18] = np.maximum(np.maximum(worst_p, h[CI] * cb1), np.maximum(worst_t, worst_l1))
-        w[:, :, 18] = np.minimum(w[:, :, 18] / 80.0, 1.0)
-        w *= (status != 0)[:, :, None]  # a slot without a proposal is all zeros
-        w += 0.0  # (and no -0.0)
-        o[:, 10:ANSWERS] = w.reshape(self.num, 4 * PER_SLOT)
+        w_t, w_p = h[TICKET] * t_bad, h[PR] * p_bad
+        w_l0, w_l1 = h[LOG] * (la0 | lb0), h[LOG] * (la1 | lb1)
+        slots[:, 0, 9 + TICKET] = 2.0 * ticket - 1.0
+        slots[:, 0, 13] = t_bad
+        slots[:, 0, 18] = np.minimum(w_t / 80.0, 1.0)
+        slots[:, 1, 9 + PR] = 2.0 * diff - 1.0
+        slots[:, 1, 9 + CI] = 2.0 * run0 - 1.0
+        slots[:, 1, 14] = r_bad0
+        slots[:, 1, 16] = p_bad
+        slots[:, 1, 18] = np.minimum(np.maximum(w_p, h[CI] * r_bad0) / 80.0, 1.0)
+        slots[:, 2, 9 + LOG] = 2.0 * log0 - has2  # 0.0, never -0.0, without a proposal
+        slots[:, 2, 15] = la0
+        slots[:, 2, 17] = lb0
+        slots[:, 2, 18] = np.minimum(w_l0 / 80.0, 1.0)
+        slots[:, 3, 9 + PR] = 2.0 * (diff & has3) - has3
+        slots[:, 3, 9 + CI] = 2.0 * run1 - has3
+        slots[:, 3, 9 + TICKET] = 2.0 * (ticket & has3) - has3
+        slots[:, 3, 9 + LOG] = 2.0 * log1 - has3
+        slots[:, 3, 13] = t_bad & has3
+        slots[:, 3, 14] = r_bad1
+        slots[:, 3, 15] = la1
+        slots[:, 3, 16] = p_bad & has3
+        slots[:, 3, 17] = lb1
+        worst = np.maximum(np.maximum(w_p, h[CI] * r_bad1), np.maximum(w_t, w_l1))
+        slots[:, 3, 18] = np.minimum(worst * has3 / 80.0, 1.0)
         m = self.mask  # asks need one unit; a PR diff two
         afford = self.evidence > 0
         one, two = afford & (self.budget >= 1), afford & (self.budget >= 2)
-        exists2, exists3 = status[:, 2] != 0, status[:, 3] != 0
         m[:, 0] = one
         m[:, 1] = two
         m[:, 2] = one
-        m[:, 3] = one & exists2
-        m[:, 4] = two & exists3
-        m[:, 5:8] = (one & exists3)[:, None]
+        m[:, 3] = one & has2
+        m[:, 4] = two & has3
+        m[:, 5:8] = (one & has3)[:, None]
         m[:, ASK0:APPROVE0] = one[:, None]
         pending = status == PENDING
         m[:, APPROVE0:BLOCK0] = pending
         m[:, BLOCK0:STOP] = pending[:, [s for s, _ in BLOCKS]]
+
+
+def _bounded(
+    alone: np.ndarray, late: np.ndarray, tail: np.ndarray, deadline: np.ndarray, screen: bool
+) -> np.ndarray:
+    """The triage phase's end where the deadline cannot fall between its bounds: at least
+    when the later of the two chains ends alone (``alone``, ``(2, lanes)``; ``-inf``: nothing
+    to do), at most ``late``; then ``tail`` minutes to the ship. A bound on the right side of
+    the deadline where one suffices, NaN where the chains must be replayed.
+    """
+    low, high = alone.max(axis=0), late.max(axis=0)
+    high = np.where((alone > -np.inf).all(axis=0), high, low)  # one chain: no sharing
+    if not screen:
+        return np.where(high == low, low, np.nan)
+    return np.where(high + tail < deadline, high, np.where(low + tail >= deadline, low, np.nan))
 
 
 def _two_chains(
