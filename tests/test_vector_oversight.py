@@ -14,7 +14,7 @@ import opsgym
 from opsgym.agents.base import get_policy
 from opsgym.registry import catalogue, spec
 from opsgym.vector import BatchError, OversightBatch, OversightVectorEnv
-from opsgym.vector._oversight_starts import generator_tape, pcg_tape, spent_words
+from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
 from opsgym.vector._streams import PCGStreams
 
 GYM_ID = spec("oversight").gym_id
@@ -137,10 +137,19 @@ def test_the_pcg_tape_is_numpys_generator_bit_for_bit():
     lanes = np.arange(500)
     streams.seed(lanes, list(range(500)))
     mixed = np.tile(lanes % 3 == 0, 4)
-    seeds, u0, u, pool = pcg_tape(streams, lanes, 4, mixed)
-    g0, gu, gpool = generator_tape(seeds.ravel(), mixed)
+    seeds, u0, u, pool, state = pcg_tape(streams, lanes, 4, mixed)
+    g0, gu, gpool, gstate = generator_tape(seeds.ravel(), mixed)
     assert np.array_equal(u0[mixed], g0[mixed])
     assert np.array_equal(u, gu) and np.array_equal(pool, gpool)
+    assert np.array_equal(state, gstate)
+    whole = [np.random.default_rng(int(s)) for s in seeds.ravel()[:50]]
+    for j, rng in enumerate(whole):  # the rest of the pool, by jumps
+        if mixed[j]:
+            rng.random()
+        rng.random(44), rng.permutation(20), rng.integers(100, 899, size=5)
+        drawn = rng.random(32)
+        jumped = [pool_draws(state[:, j : j + 1], np.array([i]))[0] for i in range(32)]
+        assert drawn.tolist() == jumped
 
 
 def test_samplers_that_run_past_the_words_computed_are_seen():

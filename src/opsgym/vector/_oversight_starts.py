@@ -45,6 +45,9 @@ USED = 34
 """Doubles of ``random(44)`` the batch reads (``u[0:34]``)."""
 SKIPPED = 44 - USED
 POOL = 32
+KEPT = 8
+"""Pool doubles computed at reset (proposals 0-3 read them); the others, where a later
+proposal reads them, by a jump of the LCG from the pool's start (:func:`pool_draws`)."""
 WORDS = 48
 """``uint32`` words computed for the samplers (31 are spent on average; more in 1 in ~3,000)."""
 _IDS = 899 - 100  # integers(100, 899): Lemire on [0, 799)
@@ -67,12 +70,11 @@ def _half_hours(lo: float, hi: float, u: np.ndarray) -> np.ndarray:
     return np.floor(2 * (lo + (hi - lo) * u)) / 2
 
 
-def pcg_tape(
-    streams: Any, lanes: np.ndarray, k: int, mixed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(seeds, u0, u, pool)`` of the next ``k`` episodes of each of ``lanes``: seeds
+def pcg_tape(streams: Any, lanes: np.ndarray, k: int, mixed: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(seeds, u0, u, pool, state)`` of the next ``k`` episodes of each of ``lanes``: seeds
     ``(k, lanes)``; each episode's first double ``u0``, the doubles ``u`` the facts read
-    (``(34, k * lanes)``) and the pool (``(32, k * lanes)``); ``mixed``: per episode.
+    (``(34, k * lanes)``), the first ``KEPT`` doubles of its pool and the PCG64 state the pool
+    starts from (``(4, k * lanes)``: hi, lo, inc hi, inc lo); ``mixed``: per episode.
     """
     seeds = np.stack([streams.episode_seeds(lanes) for _ in range(k)])
     hi, lo, inc_hi, inc_lo = _pcg.seeded(_pcg.seed_words(seeds.ravel()))
@@ -82,16 +84,30 @@ def pcg_tape(
     # skip the rest of random(44): 10 more draws for a mixed episode, 9 for a named one
     jump = _pcg.JumpTable(SKIPPED)
     hi, lo = jump.ahead(his[-1], los[-1], inc_hi, inc_lo, np.where(mixed, SKIPPED, SKIPPED - 1))
-    raw, _, _ = _pcg.outputs_ahead(hi, lo, inc_hi, inc_lo, WORDS // 2 + POOL)
-    words = _pcg.halves(raw[: WORDS // 2])
-    spent = spent_words(words)
-    start = (spent + 1) // 2  # the draw the pool starts at
+    raw, his, los = _pcg.outputs_ahead(hi, lo, inc_hi, inc_lo, WORDS // 2 + KEPT)
+    spent = spent_words(_pcg.halves(raw[: WORDS // 2]))
+    start = (spent + 1) // 2  # the draw the pool starts at (a buffered half is dropped)
     over = np.flatnonzero(spent > WORDS)
-    start[over] = 0
-    pool = _pcg.doubles(raw[start + np.arange(POOL)[:, None], np.arange(start.size)])
+    start[over] = 1
+    cols = np.arange(start.size)
+    pool = _pcg.doubles(raw[start + np.arange(KEPT)[:, None], cols])
+    state = np.stack([his[start - 1, cols], los[start - 1, cols], inc_hi, inc_lo])
     if over.size:  # the samplers ran past the words computed: ask a Generator
-        _, u[:, over], pool[:, over] = generator_tape(seeds.ravel()[over], mixed[over])
-    return seeds, u0, u, pool
+        _, u[:, over], pool[:, over], state[:, over] = generator_tape(
+            seeds.ravel()[over], mixed[over]
+        )
+    return seeds, u0, u, pool, state
+
+
+def pool_draws(state: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Double ``index`` (< 32) of pools that start from ``state`` (``(4, n)``, as
+    :func:`pcg_tape` gives it): one jump of the LCG.
+    """
+    hi, lo = _JUMP.ahead(*state, index + 1)
+    return _pcg.doubles(_pcg.output(hi, lo))
+
+
+_JUMP = _pcg.JumpTable(POOL)
 
 
 def spent_words(words: np.ndarray) -> np.ndarray:
@@ -104,13 +120,21 @@ def spent_words(words: np.ndarray) -> np.ndarray:
     at = np.zeros(n, np.int64)
     for high in range(19, 0, -1):
         mask, limit = np.uint64(_pcg.interval_mask(high)), np.uint64(high)
+        if mask == limit:  # every word is accepted
+            at += 1
+            continue
         todo = np.arange(n)
         while todo.size:
             value = padded[np.minimum(at[todo], last), todo] & mask
             at[todo] += 1
             todo = todo[(value > limit) & (at[todo] <= last)]
+    # integers(100, 899, size=5): a word is rejected with probability 324 / 2**32
+    ids = padded[np.minimum(at + np.arange(5)[:, None], last), np.arange(n)] * np.uint64(_IDS)
+    slow = np.flatnonzero(((ids & np.uint64(0xFFFFFFFF)) < np.uint64(_LEMIRE_THRESHOLD)).any(0))
+    at += 5
+    at[slow] -= 5
     for _ in range(5):
-        todo = np.arange(n)
+        todo = slow
         while todo.size:
             value = padded[np.minimum(at[todo], last), todo] * np.uint64(_IDS)
             at[todo] += 1
@@ -120,11 +144,13 @@ def spent_words(words: np.ndarray) -> np.ndarray:
 
 
 def generator_tape(seeds: np.ndarray, mixed: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(u0, u, pool)`` of episodes with ``seeds``, drawn by NumPy Generators (the
+    """``(u0, u, pool, state)`` of episodes with ``seeds``, drawn by NumPy Generators (the
     reference, and the fallback of :func:`pcg_tape`).
     """
     u0 = np.zeros(seeds.size)
-    u, pool = np.zeros((USED, seeds.size)), np.zeros((POOL, seeds.size))
+    u, pool = np.zeros((USED, seeds.size)), np.zeros((KEPT, seeds.size))
+    state = np.zeros((4, seeds.size), np.uint64)
+    low = (1 << 64) - 1
     for j, (seed, mix) in enumerate(zip(seeds.tolist(), mixed.tolist(), strict=True)):
         rng = np.random.default_rng(seed)
         if mix:
@@ -132,8 +158,10 @@ def generator_tape(seeds: np.ndarray, mixed: np.ndarray) -> tuple[np.ndarray, ..
         u[:, j] = rng.random(44)[:USED]
         rng.permutation(20)
         rng.integers(100, 899, size=5)
-        pool[:, j] = rng.random(POOL)
-    return u0, u, pool
+        at = rng.bit_generator.state["state"]
+        state[:, j] = [at["state"] >> 64, at["state"] & low, at["inc"] >> 64, at["inc"] & low]
+        pool[:, j] = rng.random(KEPT)
+    return u0, u, pool, state
 
 
 class Facts:

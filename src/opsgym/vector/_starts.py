@@ -81,17 +81,19 @@ class StartQueue:
         at = self.head[lanes]
         self.head[lanes] = (at + 1) % self.capacity
         self.count[lanes] -= 1
-        return {name: ring[..., at, lanes] for name, ring in self.fields.items()}
+        rows = at * self.head.size + lanes
+        return {name: np.moveaxis(ring[rows], 0, -1) for name, ring in self.fields.items()}
 
     def _refill(self) -> None:
         k, n = self.batch, self.head.size
         lanes = np.flatnonzero(self.count <= self.capacity - k)
         starts = self.compute(lanes, k)
         at = (self.head[lanes] + self.count[lanes] + np.arange(k)[:, None]) % self.capacity
+        rows = (at * n + lanes).ravel()
         for name, value in starts.items():
             ring = self.fields.get(name)
-            if ring is None:
-                ring = np.zeros((*value.shape[:-2], self.capacity, n), value.dtype)
+            if ring is None:  # a start per row (slot, lane): a pop gathers whole rows
+                ring = np.zeros((self.capacity * n, *value.shape[:-2]), value.dtype)
                 self.fields[name] = ring
-            ring[..., at, lanes] = value
+            ring[rows] = np.moveaxis(value.reshape(*value.shape[:-2], -1), -1, 0)
         self.count[lanes] += k

@@ -45,11 +45,13 @@ from opsgym.vector._oversight_starts import (
     BOOLS,
     FLOATS,
     INTS,
+    KEPT,
     KIND,
     OWNER,
     Facts,
     generator_tape,
     pcg_tape,
+    pool_draws,
 )
 from opsgym.vector._pyfloat import python_sum, round_steps, rounded
 from opsgym.vector._starts import StartQueue
@@ -294,8 +296,12 @@ class OversightBatch(Batch):
 
         blocks(self, n, _F64, _BOOL, _INT)
         self.done[:] = True  # no episode yet: reset() first
-        self.pool = np.zeros((32, n))
+        self.pool = np.zeros((KEPT, n))
+        """The first doubles of each lane's pool (proposals take risk and confidence from
+        it); ``pool_state``: the PCG64 state it starts from, for the rest."""
+        self.pool_state = np.zeros((4, n), np.uint64)
         self.obs = np.zeros((n, _OBS), np.float32)
+        self.obs[:, [10, 10 + PER_SLOT]] = 1.0  # the triage proposals are always there
         self.mask = np.ones((n, N_ACTIONS), bool)
         self.reward = np.zeros(n)
         self.terminated = np.zeros(n, bool)
@@ -317,20 +323,21 @@ class OversightBatch(Batch):
     def _compute_starts(self, lanes: np.ndarray, k: int) -> dict[str, np.ndarray]:
         """The next ``k`` starts of each of ``lanes`` (for the :class:`StartQueue`)."""
         mixed = np.tile(self._mixed[lanes], k)
-        seeds, u0, u, pool = pcg_tape(self._streams, lanes, k, mixed)
-        facts = self._facts.of(u0, u, mixed, np.tile(self._named[lanes], k))
+        seeds, u0, u, pool, state = pcg_tape(self._streams, lanes, k, mixed)
+        out = self._facts.of(u0, u, mixed, np.tile(self._named[lanes], k))
+        out["pool"], out["pool_state"] = pool, state
         shape = (k, lanes.size)
-        out = {name: value.reshape(*value.shape[:-1], *shape) for name, value in facts.items()}
+        out = {name: value.reshape(*value.shape[:-1], *shape) for name, value in out.items()}
         out["seeds"] = seeds
-        out["pool"] = pool.reshape(len(pool), *shape)
         return out
 
     def _start(self, lanes: np.ndarray) -> dict[str, np.ndarray]:
         """The next start of each of ``lanes`` on Generators (the reference)."""
         seeds = self._streams.episode_seeds(lanes)
         mixed = self._mixed[lanes]
-        u0, u, pool = generator_tape(seeds, mixed)
-        return {**self._facts.of(u0, u, mixed, self._named[lanes]), "seeds": seeds, "pool": pool}
+        u0, u, pool, state = generator_tape(seeds, mixed)
+        facts = self._facts.of(u0, u, mixed, self._named[lanes])
+        return {**facts, "seeds": seeds, "pool": pool, "pool_state": state}
 
     def reset(self, lanes: np.ndarray | None = None, *, encode: bool = True) -> None:
         """Start the next episode on ``lanes`` (all by default; indices or a mask); lanes
@@ -351,6 +358,7 @@ class OversightBatch(Batch):
             self.cbad0[lanes] = self.viol[S2, lanes]  # the triage proposal's CI run
             self.family[lanes] = start["family"]
             self.pool[:, lanes] = start["pool"]
+            self.pool_state[:, lanes] = start["pool_state"]
             self.budget[lanes] = self._budget0
             self.evidence[lanes] = self._cap
             self.obs[lanes, ANSWERS:] = 0.0
@@ -372,8 +380,14 @@ class OversightBatch(Batch):
         """
         role = np.where(slots == 2, 2 + self.slot2_rm[lanes], slots)  # the SRE or the manager
         arch = self.arch[role, lanes]
-        u_risk = self.pool[(2 * n) % 32, lanes]
-        u_conf = self.pool[(2 * n + 1) % 32, lanes]
+        at = (2 * n) % 32
+        far = at >= KEPT
+        u_risk = self.pool[np.minimum(at, KEPT - 2), lanes]
+        u_conf = self.pool[np.minimum(at, KEPT - 2) + 1, lanes]
+        if far.any():  # a later proposal's numbers, by a jump from the pool's start
+            state = self.pool_state[:, lanes[far]]
+            u_risk[far] = pool_draws(state, at[far])
+            u_conf[far] = pool_draws(state, at[far] + 1)
         self.risk[slots, lanes] = u_risk >= _P_LOW[arch]
         self.conf[slots, lanes] = rounded(_CONF, _LOW[arch] + _SPAN[arch] * u_conf)
         self.rate[slots, lanes] = self.wrate[role, lanes]
@@ -740,33 +754,42 @@ class OversightBatch(Batch):
     # -- views ---------------------------------------------------------------------------
 
     def _encode(self) -> None:
-        """``OversightEncoder.encode`` and ``action_masks`` of every lane."""
+        """``OversightEncoder.encode`` and ``action_masks`` of every lane, into ``obs`` and
+        ``mask``: each column written from a contiguous row (a strided or broadcast source
+        costs several times more).
+        """
         o, clock, deadline = self.obs, self.clock, self.deadline
         left = deadline - clock
         late = left <= 0
         o[:, 0] = np.where(late, 1.0, clock / deadline)
         o[:, 1] = np.where(late, 0.0, np.minimum(left / 2880.0, 1.0))
         o[:, 2] = self.steps / self.max_steps
-        o[:, 3:6] = self.phase[:, None] == np.arange(3)
+        phase = self.phase
+        for p in range(3):
+            o[:, 3 + p] = phase == p
         o[:, 6] = np.minimum(self.budget / 16.0, 1.0)
         o[:, 7] = np.minimum(self.evidence / 8.0, 1.0)
         o[:, 8] = (4 - self.approved) / 4
         o[:, 9] = self.last_rejected
-        slots = o[:, 10:ANSWERS].reshape(self.num, 4, PER_SLOT)  # a view: (lanes, slot, field)
-        status = self.status.T
-        slots[:, :, 0] = status != 0
-        slots[:, :, 1:4] = status[:, :, None] == _STATUSES
-        slots[:, :, 4] = np.minimum(self.rev.T / 3.0, 1.0)
-        blocked = status == BLOCKED
-        wait = (self.dueh - clock / 60.0).T
-        slots[:, :, 5] = np.where(blocked, np.minimum(np.maximum(wait, 0.0) / 24.0, 1.0), 0.0)
-        slots[:, :, 6] = self.conf.T
-        slots[:, :, 7] = self.risk.T
-        slots[:, :, 8] = self.rate.T
+        status, rev = self.status, np.minimum(self.rev / 3.0, 1.0)
+        wait = np.minimum(np.maximum(self.dueh - clock / 60.0, 0.0) / 24.0, 1.0)
+        wait *= status == BLOCKED
+        for slot in range(4):
+            base = 10 + PER_SLOT * slot
+            st = status[slot]
+            if slot >= 2:
+                o[:, base] = st != 0
+            for j, code in enumerate(_STATUSES):
+                o[:, base + 1 + j] = st == code
+            o[:, base + 4] = rev[slot]
+            o[:, base + 5] = wait[slot]
+            o[:, base + 6] = self.conf[slot]
+            o[:, base + 7] = self.risk[slot]
+            o[:, base + 8] = self.rate[slot]
         # what each slot's artifacts show: read since their last rework (1) or not (-1), the
         # rules their reports show broken, the longest rework among those (slots 2 and 3 may
         # not exist yet: all zeros then)
-        has2, has3 = status[:, 2] != 0, status[:, 3] != 0
+        has2, has3 = status[2] != 0, status[3] != 0
         ticket = self.t_read >= self.t_rework
         diff = self.p_read >= self.p_rework
         t_bad, p_bad = ticket & self.t_seen, diff & self.p_seen
@@ -778,42 +801,67 @@ class OversightBatch(Batch):
         h = self.H
         w_t, w_p = h[TICKET] * t_bad, h[PR] * p_bad
         w_l0, w_l1 = h[LOG] * (la0 | lb0), h[LOG] * (la1 | lb1)
-        slots[:, 0, 9 + TICKET] = 2.0 * ticket - 1.0
-        slots[:, 0, 13] = t_bad
-        slots[:, 0, 18] = np.minimum(w_t / 80.0, 1.0)
-        slots[:, 1, 9 + PR] = 2.0 * diff - 1.0
-        slots[:, 1, 9 + CI] = 2.0 * run0 - 1.0
-        slots[:, 1, 14] = r_bad0
-        slots[:, 1, 16] = p_bad
-        slots[:, 1, 18] = np.minimum(np.maximum(w_p, h[CI] * r_bad0) / 80.0, 1.0)
-        slots[:, 2, 9 + LOG] = 2.0 * log0 - has2  # 0.0, never -0.0, without a proposal
-        slots[:, 2, 15] = la0
-        slots[:, 2, 17] = lb0
-        slots[:, 2, 18] = np.minimum(w_l0 / 80.0, 1.0)
-        slots[:, 3, 9 + PR] = 2.0 * (diff & has3) - has3
-        slots[:, 3, 9 + CI] = 2.0 * run1 - has3
-        slots[:, 3, 9 + TICKET] = 2.0 * (ticket & has3) - has3
-        slots[:, 3, 9 + LOG] = 2.0 * log1 - has3
-        slots[:, 3, 13] = t_bad & has3
-        slots[:, 3, 14] = r_bad1
-        slots[:, 3, 15] = la1
-        slots[:, 3, 16] = p_bad & has3
-        slots[:, 3, 17] = lb1
+        b0, b1, b2, b3 = (10 + PER_SLOT * slot + 9 for slot in range(4))  # refs, then rules
+        o[:, b0 + TICKET] = 2.0 * ticket - 1.0
+        o[:, b0 + 4] = t_bad
+        o[:, b0 + 9] = np.minimum(w_t / 80.0, 1.0)
+        o[:, b1 + PR] = 2.0 * diff - 1.0
+        o[:, b1 + CI] = 2.0 * run0 - 1.0
+        o[:, b1 + 5] = r_bad0
+        o[:, b1 + 7] = p_bad
+        o[:, b1 + 9] = np.minimum(np.maximum(w_p, h[CI] * r_bad0) / 80.0, 1.0)
+        o[:, b2 + LOG] = 2.0 * log0 - has2  # 0.0, never -0.0, without a proposal
+        o[:, b2 + 6] = la0
+        o[:, b2 + 8] = lb0
+        o[:, b2 + 9] = np.minimum(w_l0 / 80.0, 1.0)
+        o[:, b3 + PR] = 2.0 * (diff & has3) - has3
+        o[:, b3 + CI] = 2.0 * run1 - has3
+        o[:, b3 + TICKET] = 2.0 * (ticket & has3) - has3
+        o[:, b3 + LOG] = 2.0 * log1 - has3
+        o[:, b3 + 4] = t_bad & has3
+        o[:, b3 + 5] = r_bad1
+        o[:, b3 + 6] = la1
+        o[:, b3 + 7] = p_bad & has3
+        o[:, b3 + 8] = lb1
         worst = np.maximum(np.maximum(w_p, h[CI] * r_bad1), np.maximum(w_t, w_l1))
-        slots[:, 3, 18] = np.minimum(worst * has3 / 80.0, 1.0)
-        m = self.mask  # asks need one unit; a PR diff two
+        o[:, b3 + 9] = np.minimum(worst * has3 / 80.0, 1.0)
+        # the mask is a function of eight bits: a table lookup
         afford = self.evidence > 0
-        one, two = afford & (self.budget >= 1), afford & (self.budget >= 2)
-        m[:, 0] = one
-        m[:, 1] = two
-        m[:, 2] = one
-        m[:, 3] = one & has2
-        m[:, 4] = two & has3
-        m[:, 5:8] = (one & has3)[:, None]
-        m[:, ASK0:APPROVE0] = one[:, None]
-        pending = status == PENDING
-        m[:, APPROVE0:BLOCK0] = pending
-        m[:, BLOCK0:STOP] = pending[:, [s for s, _ in BLOCKS]]
+        bits = np.vstack(
+            (
+                afford & (self.budget >= 1),
+                afford & (self.budget >= 2),
+                has2,
+                has3,
+                status == PENDING,
+            )
+        )
+        key = (bits.view(np.uint8) * _BITS).sum(axis=0, dtype=np.uint8)
+        np.take(_MASKS, key, axis=0, out=self.mask)
+
+
+def _masks() -> np.ndarray:
+    """The action mask for each of the 256 values of the bits it depends on: one unit of
+    budget and an evidence action left (1), two units (2), a deploy-gate proposal (4), a
+    ship proposal (8), each slot's proposal pending (16, 32, 64, 128).
+    """
+    out = np.zeros((256, N_ACTIONS), bool)
+    for key in range(256):
+        one, two, has2, has3 = (bool(key >> b & 1) for b in range(4))
+        pending = [bool(key >> (4 + s) & 1) for s in range(4)]
+        m = out[key]
+        for j, (slot, kind) in enumerate(INSPECTS):
+            exists = slot < 2 or (has2 if slot == 2 else has3)
+            m[j] = exists and (two if kind == PR else one)
+        m[ASK0:APPROVE0] = one
+        m[APPROVE0:BLOCK0] = pending
+        m[BLOCK0:STOP] = [pending[slot] for slot, _ in BLOCKS]
+        m[STOP:] = True
+    return out
+
+
+_MASKS = _masks()
+_BITS = (1 << np.arange(8, dtype=np.uint8))[:, None]
 
 
 def _bounded(
