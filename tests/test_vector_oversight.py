@@ -148,8 +148,8 @@ def test_the_pcg_tape_is_numpys_generator_bit_for_bit():
             rng.random()
         rng.random(44), rng.permutation(20), rng.integers(100, 899, size=5)
         drawn = rng.random(32)
-        jumped = [pool_draws(state[:, j : j + 1], np.array([i]))[0] for i in range(32)]
-        assert drawn.tolist() == jumped
+        pairs = [pool_draws(state[:, j : j + 1], np.array([i])) for i in range(0, 32, 2)]
+        assert drawn.tolist() == [float(x[0]) for pair in pairs for x in pair]
 
 
 def test_samplers_that_run_past_the_words_computed_are_seen():

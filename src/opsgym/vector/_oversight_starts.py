@@ -99,12 +99,14 @@ def pcg_tape(streams: Any, lanes: np.ndarray, k: int, mixed: np.ndarray) -> tupl
     return seeds, u0, u, pool, state
 
 
-def pool_draws(state: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Double ``index`` (< 32) of pools that start from ``state`` (``(4, n)``, as
-    :func:`pcg_tape` gives it): one jump of the LCG.
+def pool_draws(state: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Doubles ``index`` and ``index + 1`` (< 32) of pools that start from ``state``
+    (``(4, n)``, as :func:`pcg_tape` gives it): one jump of the LCG, then a step.
     """
     hi, lo = _JUMP.ahead(*state, index + 1)
-    return _pcg.doubles(_pcg.output(hi, lo))
+    first = _pcg.doubles(_pcg.output(hi, lo))
+    hi, lo = _pcg.step(hi, lo, state[2], state[3])
+    return first, _pcg.doubles(_pcg.output(hi, lo))
 
 
 _JUMP = _pcg.JumpTable(POOL)

@@ -314,6 +314,7 @@ class OversightBatch(Batch):
         self._rows_b = np.array([names[1].index(f) for f in BOOLS])[:, None]
         self._totals = [names[0].index(f"tot_{name}") for name in RETURN_ORDER]
         self._flat = self._lanes * N_ACTIONS
+        self._shown: list[tuple[np.ndarray, ...]] = []
         self.screen = True
         """Judge holds by bounds where they suffice (``False``: replay every triage phase)."""
         self._budget_paid = np.zeros(n)
@@ -375,9 +376,21 @@ class OversightBatch(Batch):
     # -- the world's truth, vectorised ---------------------------------------------------
 
     def _propose(self, slots: np.ndarray, lanes: np.ndarray, n: np.ndarray) -> None:
-        """``Oversight._propose``: proposal number ``n`` of each lane, in its slot, pending;
-        its risk and confidence from the pool, by its author's archetype.
+        """``Oversight._propose``: proposal number ``n`` of each lane, in its slot, pending
+        (its due minute cleared). What it shows (risk and confidence from the pool, by its
+        author's archetype; the author's record) is filled in by :meth:`_show`, once for all
+        of a step's proposals: nothing reads it before the observation.
         """
+        self.status[slots, lanes] = PENDING
+        self.due[slots, lanes] = np.inf
+        self._shown.append((slots, lanes, n))
+
+    def _show(self) -> None:
+        """The proposals made since the last observation: risk, confidence, record."""
+        if not self._shown:
+            return
+        slots, lanes, n = (np.concatenate(x) for x in zip(*self._shown, strict=True))
+        self._shown.clear()
         role = np.where(slots == 2, 2 + self.slot2_rm[lanes], slots)  # the SRE or the manager
         arch = self.arch[role, lanes]
         at = (2 * n) % 32
@@ -385,14 +398,10 @@ class OversightBatch(Batch):
         u_risk = self.pool[np.minimum(at, KEPT - 2), lanes]
         u_conf = self.pool[np.minimum(at, KEPT - 2) + 1, lanes]
         if far.any():  # a later proposal's numbers, by a jump from the pool's start
-            state = self.pool_state[:, lanes[far]]
-            u_risk[far] = pool_draws(state, at[far])
-            u_conf[far] = pool_draws(state, at[far] + 1)
+            u_risk[far], u_conf[far] = pool_draws(self.pool_state[:, lanes[far]], at[far])
         self.risk[slots, lanes] = u_risk >= _P_LOW[arch]
         self.conf[slots, lanes] = rounded(_CONF, _LOW[arch] + _SPAN[arch] * u_conf)
         self.rate[slots, lanes] = self.wrate[role, lanes]
-        self.status[slots, lanes] = PENDING
-        self.due[slots, lanes] = np.inf
 
     def _open_phase(self, lanes: np.ndarray, phase: np.ndarray) -> None:
         """``Oversight._open_phase``: the deploy gate's proposal (a new deploy log) or the
@@ -498,7 +507,13 @@ class OversightBatch(Batch):
         self.steps += act
 
         # -- time passes first; reworks due by then land ---------------------------------
+        # (a hold takes no time: await_rework's wait for the next rework is its own)
         self.clock += _MINUTES[call]
+        if wait.size:
+            clock = self.clock[wait]
+            due = self.due[:, wait].min(axis=0)
+            due = np.where(due == np.inf, clock + MINUTES["idle_hold"], due)
+            self.clock[wait] = clock + (due - clock)
         self._land()
 
         # -- inspections and questions: evidence, for review budget ----------------------
@@ -522,12 +537,6 @@ class OversightBatch(Batch):
         if block.size:
             self._block(block, _SLOT[a[block]], _ARG[a[block]])
         self.held[hold] = True
-        if wait.size:
-            clock = self.clock[wait]
-            due = self.due[:, wait].min(axis=0)
-            due = np.where(due == np.inf, clock + MINUTES["idle_hold"], due)
-            self.clock[wait] = clock + (due - clock)
-            self._land()
 
         # -- the verdict --------------------------------------------------------------------
         over = self.shipped | self.held | (self.clock >= self.deadline)
@@ -758,6 +767,7 @@ class OversightBatch(Batch):
         ``mask``: each column written from a contiguous row (a strided or broadcast source
         costs several times more).
         """
+        self._show()
         o, clock, deadline = self.obs, self.clock, self.deadline
         left = deadline - clock
         late = left <= 0
