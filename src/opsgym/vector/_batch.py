@@ -27,11 +27,16 @@ class BatchError(OpsgymError, ValueError):
     """A batch was asked for something the scalar Gym face would refuse, or cannot mirror."""
 
 
+Layout = list[tuple[int, str, int | slice]]
+"""Where each field of the state blocks lies: (block, name, row or rows)."""
+
+
 def blocks(
     owner: Any, num: int, floats: dict[str, float], bools: Sequence[str], ints: dict[str, int]
-) -> None:
+) -> Layout:
     """Give ``owner`` its state blocks ``_f``, ``_b``, ``_i`` (with their values at reset,
-    ``_f_init`` and ``_i_init``) and one attribute per field, a view of its row.
+    ``_f_init`` and ``_i_init``) and one attribute per field, a view of its row; return
+    their layout (for :func:`bind`).
 
     A field named ``name`` whose rows ``name0``, ``name1``, ... follow one another also gets
     the view ``name`` of all of them (``(k, num)``): a group, such as one row per slot.
@@ -41,18 +46,46 @@ def blocks(
     owner._b = np.zeros((len(bools), num), bool)
     owner._i = np.empty((len(ints), num), np.int32)
     owner._i_init = np.array(list(ints.values()), np.int32)
-    for block, rows in ((owner._f, list(floats)), (owner._b, list(bools)), (owner._i, list(ints))):
+    layout: Layout = []
+    for block, rows in enumerate((list(floats), list(bools), list(ints))):
         groups: dict[str, list[int]] = {}
         for row, name in enumerate(rows):
-            setattr(owner, name, block[row])
+            layout.append((block, name, row))
             stem = name.rstrip("0123456789")
             if stem != name:
                 groups.setdefault(stem, []).append(row)
         for stem, at in groups.items():
             if at == list(range(at[0], at[0] + len(at))) and stem not in rows:
-                setattr(owner, stem, block[at[0] : at[0] + len(at)])
+                layout.append((block, stem, slice(at[0], at[0] + len(at))))
+    bind(owner, (owner._f, owner._b, owner._i), layout)
     owner._f[:] = owner._f_init[:, None]
     owner._i[:] = owner._i_init[:, None]
+    return layout
+
+
+def pick(layout: Layout, names: Sequence[str]) -> tuple[list[np.ndarray], Layout]:
+    """The rows of each block that fields ``names`` (groups included) occupy, and their
+    layout once those rows are gathered (``block[rows[b]][:, lanes]``, for :func:`bind`).
+    """
+    rows: list[list[int]] = [[], [], []]
+    out: Layout = []
+    for block, name, at in layout:
+        if name not in names:
+            continue
+        taken = list(range(at.start, at.stop)) if isinstance(at, slice) else [at]
+        start = len(rows[block])
+        rows[block] += taken
+        out.append((block, name, slice(start, start + len(taken)) if len(taken) > 1 else start))
+    return [np.array(r, np.intp)[:, None] for r in rows], out
+
+
+def bind(owner: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Any:
+    """Set ``owner``'s field attributes to rows of ``arrays`` (the blocks, or some lanes'
+    columns of them) as ``layout`` places them; returns ``owner``.
+    """
+    for block, name, at in layout:
+        setattr(owner, name, arrays[block][at])
+    return owner
 
 
 class Batch:

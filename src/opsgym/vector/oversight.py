@@ -40,7 +40,7 @@ from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, settings
 from opsgym.envs.oversight.workers import _CONFIDENCE, _P_LOW_RISK
 from opsgym.registry import catalogue
-from opsgym.vector._batch import Batch, BatchError, blocks
+from opsgym.vector._batch import Batch, BatchError, bind, blocks, pick
 from opsgym.vector._oversight_starts import (
     BOOLS,
     FLOATS,
@@ -294,14 +294,16 @@ class OversightBatch(Batch):
         else:
             raise UnknownNameError("rng backend", rng, ["pcg", "generator"])
 
-        blocks(self, n, _F64, _BOOL, _INT)
+        layout = blocks(self, n, _F64, _BOOL, _INT)
+        self._shown_rows = pick(layout, _SHOWN)
+        self._dirty = np.ones(n, bool)
+        """Lanes whose proposals or evidence changed since the last observation."""
         self.done[:] = True  # no episode yet: reset() first
         self.pool = np.zeros((KEPT, n))
         """The first doubles of each lane's pool (proposals take risk and confidence from
         it); ``pool_state``: the PCG64 state it starts from, for the rest."""
         self.pool_state = np.zeros((4, n), np.uint64)
         self.obs = np.zeros((n, _OBS), np.float32)
-        self.obs[:, [10, 10 + PER_SLOT]] = 1.0  # the triage proposals are always there
         self.mask = np.ones((n, N_ACTIONS), bool)
         self.reward = np.zeros(n)
         self.terminated = np.zeros(n, bool)
@@ -363,6 +365,7 @@ class OversightBatch(Batch):
             self.budget[lanes] = self._budget0
             self.evidence[lanes] = self._cap
             self.obs[lanes, ANSWERS:] = 0.0
+            self._dirty[lanes] = True
             both = np.repeat(np.array([0, 1]), lanes.size)
             self._propose(both, np.tile(lanes, 2), both)  # the triage proposals, numbers 0, 1
             self.proposals[lanes] = 2
@@ -443,6 +446,7 @@ class OversightBatch(Batch):
         """``Oversight._arrive``: the fix (if the block was justified and the attempt holds)
         and a revision, which reads the same either way.
         """
+        self._dirty[lanes] = True
         rule = self.rule[slots, lanes]
         due = self.due[slots, lanes]
         fix = self.just[slots, lanes] & self.viol[rule, lanes]
@@ -580,6 +584,7 @@ class OversightBatch(Batch):
         """The inspections: each reads its artifact as it stands now (``late`` 1: the one the
         ship proposal cites, where a run or a log may be newer than the earlier proposal's).
         """
+        self._dirty[lanes] = True
         ticket = lanes[kind == TICKET]
         self.t_read[ticket] = self.clock[ticket]
         self.t_seen[ticket] = t_bad = self.viol[S1, ticket]
@@ -609,6 +614,7 @@ class OversightBatch(Batch):
         """
         ok = self.clock[lanes] < self.deadline[lanes]
         lanes, slots = lanes[ok], slots[ok]
+        self._dirty[lanes] = True
         self.status[slots, lanes] = APPROVED
         self.approved[lanes] += 1
         ship = lanes[slots == 3]
@@ -622,6 +628,7 @@ class OversightBatch(Batch):
 
     def _block(self, lanes: np.ndarray, slots: np.ndarray, rules: np.ndarray) -> None:
         """``block_proposal(slot, rule)``: the rule's owner reworks the proposal's artifact."""
+        self._dirty[lanes] = True
         justified = self.viol[rules, lanes]
         due = self.clock[lanes] + _R60 * self.H[REWORK[rules], lanes]
         self.status[slots, lanes] = BLOCKED
@@ -764,8 +771,11 @@ class OversightBatch(Batch):
 
     def _encode(self) -> None:
         """``OversightEncoder.encode`` and ``action_masks`` of every lane, into ``obs`` and
-        ``mask``: each column written from a contiguous row (a strided or broadcast source
-        costs several times more).
+        ``mask``. What moves every step (the clock, the step count, the budget, the last
+        call's rejection, the wait for a blocked proposal's revision) is written for every
+        lane; the rest only for the lanes whose proposals or evidence changed (``_dirty``):
+        a column of ``obs`` spans every lane's row, and writing all 106 every step cost
+        several milliseconds in cache misses alone.
         """
         self._show()
         o, clock, deadline = self.obs, self.clock, self.deadline
@@ -774,41 +784,69 @@ class OversightBatch(Batch):
         o[:, 0] = np.where(late, 1.0, clock / deadline)
         o[:, 1] = np.where(late, 0.0, np.minimum(left / 2880.0, 1.0))
         o[:, 2] = self.steps / self.max_steps
-        phase = self.phase
-        for p in range(3):
-            o[:, 3 + p] = phase == p
         o[:, 6] = np.minimum(self.budget / 16.0, 1.0)
         o[:, 7] = np.minimum(self.evidence / 8.0, 1.0)
-        o[:, 8] = (4 - self.approved) / 4
         o[:, 9] = self.last_rejected
-        status, rev = self.status, np.minimum(self.rev / 3.0, 1.0)
-        wait = np.minimum(np.maximum(self.dueh - clock / 60.0, 0.0) / 24.0, 1.0)
+        dirty = np.flatnonzero(self._dirty)
+        if dirty.size:
+            self._dirty[dirty] = False
+            rows, layout = self._shown_rows
+            blocks_ = (self._f, self._b, self._i)
+            state = [block[at, dirty] for block, at in zip(blocks_, rows, strict=True)]
+            o[dirty, 3:ANSWERS] = self._rows(bind(_Lanes(), state, layout))
+        slot, lane = np.nonzero(self.status == BLOCKED)
+        wait = (self.dueh[slot, lane] - clock[lane] / 60.0).clip(0.0) / 24.0
+        o[lane, 15 + PER_SLOT * slot] = np.minimum(wait, 1.0)
+        afford = self.evidence > 0
+        status = self.status
+        bits = np.vstack(
+            (
+                afford & (self.budget >= 1),
+                afford & (self.budget >= 2),
+                status[2:] != 0,
+                status == PENDING,
+            )
+        )
+        key = (bits.view(np.uint8) * _BITS).sum(axis=0, dtype=np.uint8)
+        np.take(_MASKS, key, axis=0, out=self.mask)
+
+    def _rows(self, v: Any) -> np.ndarray:
+        """Columns 3 to 85 of the observation of some lanes (``v``: their state)."""
+        n = v.clock.size
+        o = np.zeros((n, ANSWERS), np.float32)  # columns 0-2 unused
+        for p in range(3):
+            o[:, 3 + p] = v.phase == p
+        o[:, 6] = np.minimum(v.budget / 16.0, 1.0)
+        o[:, 7] = np.minimum(v.evidence / 8.0, 1.0)
+        o[:, 8] = (4 - v.approved) / 4
+        o[:, 9] = v.last_rejected
+        status, rev = v.status, np.minimum(v.rev / 3.0, 1.0)
+        wait = np.minimum(np.maximum(v.dueh - v.clock / 60.0, 0.0) / 24.0, 1.0)
         wait *= status == BLOCKED
         for slot in range(4):
             base = 10 + PER_SLOT * slot
             st = status[slot]
-            if slot >= 2:
-                o[:, base] = st != 0
+            o[:, base] = st != 0
             for j, code in enumerate(_STATUSES):
                 o[:, base + 1 + j] = st == code
             o[:, base + 4] = rev[slot]
             o[:, base + 5] = wait[slot]
-            o[:, base + 6] = self.conf[slot]
-            o[:, base + 7] = self.risk[slot]
-            o[:, base + 8] = self.rate[slot]
+            o[:, base + 6] = v.conf[slot]
+            o[:, base + 7] = v.risk[slot]
+            o[:, base + 8] = v.rate[slot]
         # what each slot's artifacts show: read since their last rework (1) or not (-1), the
         # rules their reports show broken, the longest rework among those (slots 2 and 3 may
         # not exist yet: all zeros then)
         has2, has3 = status[2] != 0, status[3] != 0
-        ticket = self.t_read >= self.t_rework
-        diff = self.p_read >= self.p_rework
-        t_bad, p_bad = ticket & self.t_seen, diff & self.p_seen
-        run0, run1 = self.cread0, self.cread1 & has3
-        r_bad0, r_bad1 = run0 & self.cbad0, run1 & self.cbad1
-        log0, log1 = self.lread0 & has2, self.lread1 & has3
-        la0, la1 = log0 & self.lbad_a0, log1 & self.lbad_a1
-        lb0, lb1 = log0 & self.lbad_b0, log1 & self.lbad_b1
-        h = self.H
+        ticket = v.t_read >= v.t_rework
+        diff = v.p_read >= v.p_rework
+        t_bad, p_bad = ticket & v.t_seen, diff & v.p_seen
+        run0, run1 = v.cread0, v.cread1 & has3
+        r_bad0, r_bad1 = run0 & v.cbad0, run1 & v.cbad1
+        log0, log1 = v.lread0 & has2, v.lread1 & has3
+        la0, la1 = log0 & v.lbad_a0, log1 & v.lbad_a1
+        lb0, lb1 = log0 & v.lbad_b0, log1 & v.lbad_b1
+        h = v.H
         w_t, w_p = h[TICKET] * t_bad, h[PR] * p_bad
         w_l0, w_l1 = h[LOG] * (la0 | lb0), h[LOG] * (la1 | lb1)
         b0, b1, b2, b3 = (10 + PER_SLOT * slot + 9 for slot in range(4))  # refs, then rules
@@ -835,19 +873,19 @@ class OversightBatch(Batch):
         o[:, b3 + 8] = lb1
         worst = np.maximum(np.maximum(w_p, h[CI] * r_bad1), np.maximum(w_t, w_l1))
         o[:, b3 + 9] = np.minimum(worst * has3 / 80.0, 1.0)
-        # the mask is a function of eight bits: a table lookup
-        afford = self.evidence > 0
-        bits = np.vstack(
-            (
-                afford & (self.budget >= 1),
-                afford & (self.budget >= 2),
-                has2,
-                has3,
-                status == PENDING,
-            )
-        )
-        key = (bits.view(np.uint8) * _BITS).sum(axis=0, dtype=np.uint8)
-        np.take(_MASKS, key, axis=0, out=self.mask)
+        return o[:, 3:]
+
+
+class _Lanes:
+    """Some lanes' state, field by field (see :func:`~opsgym.vector._batch.bind`)."""
+
+
+_SHOWN = (
+    *"phase budget evidence approved last_rejected clock status rev dueh conf risk rate".split(),
+    *"t_read t_rework t_seen p_read p_rework p_seen H".split(),
+    *"cread0 cread1 cbad0 cbad1 lread0 lread1 lbad_a0 lbad_a1 lbad_b0 lbad_b1".split(),
+)
+"""The fields :meth:`OversightBatch._rows` reads."""
 
 
 def _masks() -> np.ndarray:
