@@ -23,8 +23,9 @@ run: setup  ## the main job: the server on 127.0.0.1 with the SQLite store in ru
 	$(BIN)/opsgym eval --verify release__oracle+naive__mixed__test__50x1 --db $(DB)
 	$(BIN)/opsgym serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
-lint: setup
+lint: setup  ## ruff, then the import contracts of pyproject.toml (the layers)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/pytest -q -n 2

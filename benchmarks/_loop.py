@@ -9,7 +9,7 @@ import numpy as np
 
 import opsgym
 from opsgym.core.episode import Episode
-from opsgym.registry import catalogue, legal_actions
+from opsgym.core.registry import catalogue, legal_actions
 
 clock = time.perf_counter
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 
 import opsgym
-from opsgym.registry import specs
+from opsgym.core.registry import specs
 
 clock = time.perf_counter
 ENV, TOOL, ARGS = "release", "inspect", {"target": "all"}

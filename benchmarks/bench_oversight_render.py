@@ -1,9 +1,10 @@
 """Oversight steps with the observation rendered as an LLM prompt.
 
 What a tool-calling agent loop costs apart from the model: ``Episode.step`` (parsing,
-validation, the world, the record) and then ``prompt.render(episode.observe(), episode.tools)``
-for the next turn. The source system managed 1,398 steps/s with its JSON observation rendered.
-Action choice (uniform over the legal catalogue calls) and resets are outside the timer.
+validation, the world, the record) and then
+``oversight_dataset.render(episode.observe(), episode.tools)`` for the next turn. The source
+system managed 1,398 steps/s with its JSON observation rendered. Action choice (uniform over
+the legal catalogue calls) and resets are outside the timer.
 ``benchmarks/run.py`` adds these rows to its table (CartPole-v1 measured in the same run).
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 import statistics
 
 from _loop import clock, random_legal_steps
-from opsgym.envs.oversight.prompt import render
-from opsgym.registry import specs
+from opsgym.core.registry import specs
+from opsgym.training.oversight_dataset import render
 
 
 def _step_and_render(episode, name: str, args: dict) -> float:

@@ -26,7 +26,7 @@ import numpy as np
 import opsgym
 from _loop import clock
 from opsgym.adapters import toolcalls as tc
-from opsgym.registry import catalogue, legal_actions, specs
+from opsgym.core.registry import catalogue, legal_actions, specs
 
 OPS = ("step", "render", "parse native", "parse text", "turn")
 

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 import opsgym
+from opsgym.core.registry import spec
 from opsgym.evaluation import evaluate
-from opsgym.registry import spec
 
 RUNS = {
     "release": [

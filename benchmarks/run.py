@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 import opsgym
-from opsgym.registry import specs
+from opsgym.core.registry import specs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 
 import opsgym  # noqa: F401  (registers the Gym ids)
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from opsgym.vector import BatchedVectorEnv
 from opsgym.vector import release as batched
 from opsgym.vector._starts import StartQueue

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 import opsgym
-from opsgym.registry import catalogue, legal_actions
+from opsgym.core.registry import catalogue, legal_actions
 
 
 def playable(
@@ -19,7 +19,7 @@ def playable(
     the episode request refuses it: a held-out family (the scenario, or any of ``families`` a
     ``mixed`` episode is forced to) never meets a train seed. Tests that sweep seeds use it.
     """
-    spec = opsgym.registry.spec(env)
+    spec = opsgym.core.registry.spec(env)
     names = {s.name for s in spec.scenarios}
     asked = [scenario, *(f for f in families if isinstance(f, str) and f in names)]
     held = any(spec.scenario(name).held_out for name in asked if name is None or name in names)

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import opsgym
-from opsgym.registry import catalogue, specs
+from opsgym.core.registry import catalogue, specs
 from tests.conftest import random_valid_rollout
 
 ENVS = sorted(specs())

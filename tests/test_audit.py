@@ -22,10 +22,10 @@ from opsgym.audit.calls import OMIT, argument_space, malformed
 from opsgym.audit.exploits import main_scenario
 from opsgym.audit.leak import leak_test
 from opsgym.core.exploits import Bound, Exploit
+from opsgym.core.registry import specs
 from opsgym.core.rewards import LeakingConfigError
 from opsgym.core.scenarios import seeds
 from opsgym.envs.release.world import Release
-from opsgym.registry import specs
 
 ENVS = sorted(specs())
 RELEASE = specs()["release"]
@@ -178,7 +178,7 @@ class _Blind:
 def _with_exploits(monkeypatch, *exploits):
     """Register release with ``exploits`` and no leak section (tested above on its own)."""
     patched = dataclasses.replace(RELEASE, exploits=exploits)
-    monkeypatch.setattr(opsgym.registry, "specs", lambda: {**specs(), "release": patched})
+    monkeypatch.setattr(opsgym.core.registry, "specs", lambda: {**specs(), "release": patched})
     monkeypatch.setattr(opsgym.audit, "leak_checks", lambda spec, seeds: [])
     monkeypatch.setattr(cli, "console", Console(width=250))
     return patched

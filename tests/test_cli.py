@@ -73,3 +73,11 @@ def test_unknown_names_exit_2_with_a_suggestion(tmp_path):
     assert out.returncode == 2 and "Did you mean 'release'" in out.stdout
     out = opsgym("replay", str(tmp_path / "missing.json"))
     assert out.returncode == 2 and "cannot replay" in out.stdout
+
+
+def test_python_dash_m_opsgym_is_the_opsgym_command():
+    done = subprocess.run(
+        [sys.executable, "-m", "opsgym", "list"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "release" in done.stdout and "flapping_health" in done.stdout

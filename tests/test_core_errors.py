@@ -1,9 +1,11 @@
 """Programming errors are exceptions that say what was wrong; bad agent input is a value."""
 
+import pickle
+
 import pytest
 
 import opsgym
-from opsgym.core.errors import EpisodeDoneError, RecordError
+from opsgym.core.errors import EpisodeDoneError, MissingExtraError, OpsgymError, RecordError
 
 
 def test_step_after_the_end_raises_naming_the_outcome():
@@ -44,3 +46,11 @@ def test_replay_refuses_a_record_missing_fields():
 def test_unknown_override_is_refused():
     with pytest.raises(opsgym.OpsgymError, match="deploy_comitted"):
         opsgym.make("release", "deploy_timeout", overrides={"deploy_comitted": True})
+
+
+def test_a_missing_extra_names_the_install_command_and_crosses_a_process_boundary():
+    error = MissingExtraError(ModuleNotFoundError("No module named 'trl'"), "grpo")
+    back = pickle.loads(pickle.dumps(error))  # raised in an evaluation worker, read in its parent
+    for e in (error, back):
+        assert str(e) == "No module named 'trl'; install the extra: pip install 'opsgym[grpo]'"
+        assert isinstance(e, OpsgymError) and isinstance(e, ImportError) and e.extra == "grpo"

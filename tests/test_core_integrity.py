@@ -11,9 +11,9 @@ import pytest
 
 import opsgym
 from opsgym.core.errors import HeldOutFamilyError
+from opsgym.core.registry import catalogue, specs
 from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import seed_in_split, split_of
-from opsgym.registry import catalogue, specs
 from tests.conftest import random_valid_rollout
 
 ENVS = sorted(specs())
@@ -129,7 +129,7 @@ def test_reports_and_observations_are_the_callers_own_copies(env):
     for _ in range(60):
         if ep.done:
             break
-        legal = opsgym.registry.legal_actions(ep) or [len(table) - 1]
+        legal = opsgym.core.registry.legal_actions(ep) or [len(table) - 1]
         tool, args = table[int(rng.choice(legal))]
         r = ep.step(tool.name, args.model_dump())
         twin.step(tool.name, args.model_dump())
@@ -259,3 +259,67 @@ def test_hidden_facts_lists_values_and_revealing_tools(env):
     for fact, entry in facts.items():
         assert entry["values"], fact
         assert set(entry["revealed_by"]) <= tools, (fact, set(entry["revealed_by"]) - tools)
+
+
+def _nested(depth: int, kind: type) -> object:
+    value: object = kind()
+    for _ in range(depth):
+        value = {"a": value} if kind is dict else [value]
+    return value
+
+
+@pytest.mark.parametrize("env", opsgym.list_envs())
+def test_arguments_nested_thousands_deep_are_a_rejected_step_not_an_exception(env):
+    """Regression: Episode.step raised RecursionError on arguments nested 500 deep, though it
+    promises never to raise on bad input (issue 20, item 6)."""
+    ep = opsgym.make(env, None, 1)
+    tool = next(iter(ep.world.tools))
+    before = ep.observe()
+    for args in (_nested(500, dict), {"x": _nested(3000, list)}, _nested(3000, list)):
+        result = ep.step(tool, args)
+        assert result.rejected == "arguments nested deeper than 32 levels"
+    assert ep.steps == 3 and all(e["rejected"] for e in ep.events)
+    assert {k: v for k, v in ep.observe().items() if k not in ("step", "steps_left", "last")} == {
+        k: v for k, v in before.items() if k not in ("step", "steps_left", "last")
+    }
+    record = json.loads(json.dumps(ep.record()))
+    assert opsgym.replay(record).match
+
+
+def test_replay_labels_records_a_leaderboard_must_refuse_and_still_replays_them():
+    """A record made with forced facts, dense timing or a held-out family on a train seed (made
+    directly, as before the episode request refused it) replays, and says so (issue 20.6)."""
+    from opsgym.core.episode import Episode
+    from opsgym.core.registry import spec
+
+    honest = opsgym.run("release", "mixed", 9, "oracle").record()
+    result = opsgym.replay(json.loads(json.dumps(honest)))
+    assert result.match and result.labels == () and result.admissible
+    world = spec("release")
+    old = Episode(world, world.scenario("flapping_health"), 0, reward_timing="dense")
+    old.step("inspect", {"target": "all"})
+    forced = opsgym.make("release", "deploy_timeout", 9, overrides={"v2_broken": True})
+    forced.step("inspect", {"target": "all"})
+    for ep, says in (
+        (old, ["reward timing 'dense'", "held-out family 'flapping_health' on train seed 0"]),
+        (forced, ["forced facts: v2_broken"]),
+    ):
+        result = opsgym.replay(json.loads(json.dumps(ep.record())))
+        assert result.match and not result.admissible
+        for phrase in says:
+            assert any(phrase in label for label in result.labels), (phrase, result.labels)
+
+
+def test_opsgym_replay_strict_exits_1_on_a_labelled_record(tmp_path):
+    import subprocess
+    import sys
+
+    ep = opsgym.make("release", "deploy_timeout", 9, overrides={"v2_broken": True})
+    ep.step("inspect", {"target": "all"})
+    path = tmp_path / "forced.json"
+    path.write_text(json.dumps(ep.record()))
+    run = [sys.executable, "-m", "opsgym", "replay", str(path)]
+    plain = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "forced facts: v2_broken" in plain.stdout
+    strict = subprocess.run([*run, "--strict"], capture_output=True, text=True, timeout=120)
+    assert strict.returncode == 1 and "not admissible" in strict.stdout

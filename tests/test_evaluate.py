@@ -173,7 +173,7 @@ def test_a_killed_evaluation_leaves_no_half_episode_and_resumes_without_duplicat
         "killed",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     stored = 0
     while time.monotonic() < deadline and stored < 5:
         time.sleep(0.2)

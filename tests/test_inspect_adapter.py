@@ -30,7 +30,7 @@ from inspect_ai.tool import ToolCall  # noqa: E402
 import opsgym  # noqa: E402
 from opsgym.adapters import inspect as face  # noqa: E402
 from opsgym.adapters.toolcalls import MAX_CALLS  # noqa: E402
-from opsgym.registry import spec  # noqa: E402
+from opsgym.core.registry import spec  # noqa: E402
 
 MODEL = "mockllm/model"
 SPENT = 7

@@ -276,8 +276,8 @@ def test_a_text_only_answer_is_a_rejected_step_that_still_pays_its_tokens(endpoi
     event = ep.events[0]
     assert event["tool"] is None and event["rejected"] and event["args"]["text"].startswith("The")
     assert event["tokens"] == tc.count_tokens("The deploy looks fine to me.") > 0
-    assert ep.record()["token_source"] == "tokenizer"
-    assert turns(ep)[0]["tokens"]["source"] == "tokenizer"
+    assert ep.record()["token_source"] == "estimate"
+    assert turns(ep)[0]["tokens"]["source"] == "estimate"
 
 
 def test_tokens_are_the_providers_completion_tokens_when_it_reports_usage(endpoint):
@@ -289,7 +289,7 @@ def test_tokens_are_the_providers_completion_tokens_when_it_reports_usage(endpoi
     assert [e["tokens"] for e in ep.events] == [37, 0, ep.events[2]["tokens"]]
     assert ep.events[2]["tokens"] == tc.count_tokens('inspect{"target": "all"}')
     assert ep.record()["token_source"] == "provider"
-    assert [t["tokens"]["source"] for t in turns(ep)] == ["provider", "tokenizer"]
+    assert [t["tokens"]["source"] for t in turns(ep)] == ["provider", "estimate"]
 
 
 def test_a_garbage_stream_of_replies_never_runs_a_call_that_is_not_allowlisted(endpoint):

@@ -34,12 +34,12 @@ import opsgym  # noqa: E402
 from opsgym.adapters.mcp import ENDED, OpsgymMCP, http_app  # noqa: E402
 from opsgym.adapters.toolcalls import render_text, result_text  # noqa: E402
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings  # noqa: E402
-from opsgym.registry import catalogue, legal_actions, spec  # noqa: E402
+from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 """The spawned servers' working directory: ``python -m`` imports the source under test."""
 ENVS = ("release", "fleet", "oversight")
-LIMIT_S = 20
+LIMIT_S = 60
 """No test here waits longer than this on the server."""
 
 

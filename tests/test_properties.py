@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import opsgym
-from opsgym.registry import catalogue, specs
+from opsgym.core.registry import catalogue, specs
 from tests.conftest import make_playable, world_state
 
 ENVS = sorted(specs())

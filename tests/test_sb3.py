@@ -9,7 +9,7 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from opsgym.registry import specs
+from opsgym.core.registry import specs
 
 GYM_IDS = [specs()[e].gym_id for e in sorted(specs())]
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import opsgym
 from opsgym.adapters import toolcalls as tc
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
-from opsgym.registry import catalogue, legal_actions, specs
+from opsgym.core.registry import catalogue, legal_actions, specs
 from tests.conftest import playable
 
 ENVS = sorted(specs())
@@ -38,17 +38,18 @@ def test_every_world_is_rendered_by_the_generic_renderer_with_its_brief(env):
         assert f'"name":"{name}"' in system
     assert "Tools (JSON" not in tc.render_messages(ep, tools_in_prompt=False)[0]["content"]
     assert user == tc.state_text(ep.observe())
-    assert spec.prompt(ep) == tc.render_text(ep) == f"{system}\n\n{user}"
+    assert spec.prompt is None  # core imports no face: None means the generic renderer
+    assert tc.render_text(ep) == f"{system}\n\n{user}"
 
 
-def test_oversight_prompt_module_is_the_generic_renderer_with_the_worlds_brief():
-    from opsgym.envs.oversight.prompt import BRIEF, render, text
+def test_oversight_dataset_prompts_are_the_generic_renderer_with_the_worlds_brief():
+    from opsgym.envs.oversight.prompt import BRIEF
+    from opsgym.training.oversight_dataset import render
 
     ep = opsgym.make("oversight", "mixed", 4)
     ep.step("inspect_ticket", {"slot": 0})
     assert render(ep.observe(), ep.tools) == tc.render_messages(ep)
     assert render(ep.observe())[0]["content"] == tc.system_text("oversight", BRIEF)
-    assert text(ep) == tc.render_text(ep)
 
 
 def test_the_same_state_renders_to_the_same_bytes_whatever_its_key_order():
@@ -419,3 +420,21 @@ _json = st.recursive(
 @given(_json)
 def test_the_fast_inline_form_is_the_walked_one(value):
     assert tc._inline(value) == tc._walk(value)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[" * 2000,
+        '<tool_call>{"name": "inspect", "arguments": ' + "[" * 1500 + "]" * 1500 + "}</tool_call>",
+        '{"name": "inspect", "arguments": "' + "[" * 3000 + '"}',
+    ],
+)
+def test_a_reply_of_nested_brackets_is_a_rejected_turn_not_a_crash(reply):
+    """Regression (issue 20, item 6): a 2,000-character reply of brackets raised RecursionError
+    out of the parser and aborted `opsgym eval --policy llm:M`."""
+    ep = opsgym.make("release", "nominal", 1)
+    parsed = tc.parse_reply(reply)
+    tc.run_turn(ep, parsed, tc.count_tokens(reply))
+    assert ep.steps >= 1 and all(e["rejected"] for e in ep.events)
+    assert opsgym.replay(json.loads(json.dumps(ep.record()))).match

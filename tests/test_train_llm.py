@@ -26,13 +26,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:`.*checkpointing.*` is deprecate
 from typer.testing import CliRunner  # noqa: E402
 
 import opsgym  # noqa: E402
+from opsgym.adapters.chat import tool_schemas  # noqa: E402
 from opsgym.adapters.episodes import settle  # noqa: E402
 from opsgym.adapters.trl import environment_factory, prompt  # noqa: E402
 from opsgym.cli import app  # noqa: E402
 from opsgym.core.errors import HeldOutFamilyError  # noqa: E402
-from opsgym.registry import spec  # noqa: E402
+from opsgym.core.registry import spec  # noqa: E402
 from opsgym.store import open_store  # noqa: E402
-from opsgym.training.data import FINAL, reference_rows, tool_schemas  # noqa: E402
+from opsgym.training.data import FINAL, reference_rows  # noqa: E402
 from opsgym.training.grpo import read_ledger  # noqa: E402
 
 ENV = "release"

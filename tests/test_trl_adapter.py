@@ -28,7 +28,7 @@ from opsgym.adapters.trl import (  # noqa: E402
     prompt,
 )
 from opsgym.core.errors import HeldOutFamilyError  # noqa: E402
-from opsgym.registry import catalogue, legal_actions, spec  # noqa: E402
+from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 
 ENVS = opsgym.list_envs()
 

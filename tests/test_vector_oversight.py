@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 
 import opsgym
 from opsgym.agents.base import get_policy
-from opsgym.registry import catalogue, spec
+from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchError, OversightBatch, OversightVectorEnv
 from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
 from opsgym.vector._streams import PCGStreams
@@ -284,7 +284,7 @@ def test_same_step_autoreset_reports_the_final_observation():
 
 def test_the_schedule_is_the_scalar_worlds_on_every_step():
     """``earliest_ship`` and ``start_ship`` at every step of random and oracle episodes."""
-    from opsgym.registry import make
+    from opsgym.core.registry import make
 
     batch = OversightBatch(1, "mixed", split="test")
     lane = np.array([0])

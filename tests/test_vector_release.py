@@ -15,8 +15,8 @@ from gymnasium.vector import AutoresetMode
 
 import opsgym
 from opsgym.agents.base import get_policy
+from opsgym.core.registry import catalogue, spec
 from opsgym.core.scenarios import seed_in_split
-from opsgym.registry import catalogue, spec
 from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg, _pyfloat
 from opsgym.vector._pyfloat import rounded
 from opsgym.vector._release_starts import _ERROR_RATE, _FLAP, _FRACTION

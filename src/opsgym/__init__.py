@@ -13,14 +13,15 @@ from typing import Any
 
 import gymnasium
 
+from opsgym.core import VERSION
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
 from opsgym.core.judge import Verdict
+from opsgym.core.registry import hidden_facts, list_envs, make, scenarios, specs
 from opsgym.core.replay import ReplayResult, replay
 from opsgym.core.scenarios import seeds, split_of
-from opsgym.registry import hidden_facts, list_envs, make, scenarios, specs
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 
 def run(

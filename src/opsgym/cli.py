@@ -16,7 +16,7 @@ from rich.table import Table
 import opsgym
 from opsgym.core.episode import jsonable
 from opsgym.core.errors import OpsgymError
-from opsgym.registry import specs
+from opsgym.core.registry import specs
 
 LOG_WIDTH = 200
 """Width of tables written to a log or a pipe rather than a terminal."""
@@ -131,17 +131,31 @@ def _print_timeline(record: dict[str, Any]) -> None:
 
 
 @app.command()
-def replay(path: Annotated[Path, typer.Argument(help="A record written by `opsgym run`.")]) -> None:
+def replay(
+    path: Annotated[Path, typer.Argument(help="A record written by `opsgym run`.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="Also refuse (exit 1) a record made with forced facts, dense reward timing or "
+            "a held-out family on a train seed: what a leaderboard must not accept."
+        ),
+    ] = False,
+) -> None:
     """Recompute a recorded episode; say whether it matches or show the first difference."""
     try:
         record = json.loads(path.read_text())
         result = opsgym.replay(record)
     except (OSError, json.JSONDecodeError, OpsgymError) as exc:
         _fail(f"cannot replay {path}: {exc}")
+    for label in result.labels:
+        console.print(f"[yellow]made with {label}[/]")
     if result.match:
         console.print(
             f"[green]match[/]: {len(record['events'])} events, hash {result.replayed_hash}"
         )
+        if strict and result.labels:
+            console.print("[red]not admissible[/]: the record matches, but see above")
+            raise typer.Exit(1)
         return
     d = result.first_difference
     console.print(f"[red]differs[/] at step {d['step']}, field {d['field']!r}")
@@ -303,7 +317,7 @@ def _register_serve() -> None:
         try:
             settings = ServerSettings(**{k: v for k, v in given.items() if v is not None})
             if env is not None:
-                opsgym.registry.spec(env)
+                opsgym.core.registry.spec(env)
         except ValidationError as exc:
             _fail(
                 "; ".join(

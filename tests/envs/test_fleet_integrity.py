@@ -176,7 +176,7 @@ def test_mixed_draws_every_family_and_a_false_alarm_share():
         ep = fleet("mixed", seed)
         families.add(ep.family.name)
         false_alarms += not ep.world.present
-    assert families == {s.name for s in opsgym.registry.spec("fleet").families()}
+    assert families == {s.name for s in opsgym.core.registry.spec("fleet").families()}
     assert 0.03 <= false_alarms / len(seeds) <= 0.09  # 6.0% expected on test seeds
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import opsgym
+from opsgym.adapters.toolcalls import render_text
 from opsgym.agents import play
 from opsgym.core.lies import LieLedger
 from opsgym.envs.fleet import SPEC
@@ -342,7 +343,7 @@ class _Watched:
 
     def _looks(self) -> tuple[Any, ...]:
         ep = self.ep
-        prompt = SPEC.prompt(ep) if SPEC.prompt is not None else None
+        prompt = render_text(ep)
         return ep.observe(), prompt, self.encoder.encode(ep).tolist()
 
     def step(self, tool, args=None):

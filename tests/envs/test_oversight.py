@@ -9,13 +9,13 @@ import pytest
 
 import opsgym
 from opsgym.core.errors import ConfigError, UnknownNameError
+from opsgym.core.registry import catalogue
 from opsgym.core.request import OverrideError
 from opsgym.envs import oversight
 from opsgym.envs.oversight import OUTCOME_REWARDS, REWARDS, SPEC
 from opsgym.envs.oversight.domain import findings
 from opsgym.envs.oversight.judge import metrics
 from opsgym.envs.oversight.scenarios import OVERRIDABLE
-from opsgym.registry import catalogue
 from tests.conftest import playable, world_state
 
 FAMILIES = [s.name for s in SPEC.families()]

@@ -19,7 +19,10 @@ from functools import cache
 import pytest
 
 import opsgym
+from opsgym.adapters.toolcalls import render_text
 from opsgym.agents import get_policy
+from opsgym.agents import play as play_loop
+from opsgym.core.registry import catalogue, legal_actions
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.exploits import (
     EXPLOITS,
@@ -29,7 +32,6 @@ from opsgym.envs.oversight.exploits import (
 )
 from opsgym.envs.oversight.policies import POLICIES
 from opsgym.envs.oversight.scenarios import DIFFICULTIES, FACT_VALUES, OVERRIDABLE, presence
-from opsgym.registry import catalogue, legal_actions
 
 FAMILIES = [s.name for s in SPEC.families()]
 CALLS = [(t.name, a.model_dump()) for t, a in catalogue("oversight")]
@@ -271,7 +273,7 @@ def test_the_suite_covers_what_the_issue_names():
 
 def test_the_reward_checks_hold():
     for check in SPEC.reward_checks:
-        held, measured = check.check(60)
+        held, measured = check.check(60, play_loop)
         assert held, (check.name, measured)
 
 
@@ -306,7 +308,7 @@ def test_the_mixed_scenario_declares_its_hidden_facts():
 
 def test_the_prompt_is_the_rendered_messages_as_one_string():
     ep = opsgym.make("oversight", "mixed", 19)
-    text = SPEC.prompt(ep)
+    text = render_text(ep)
     assert isinstance(text, str) and "You are the release supervisor" in text
     assert ep.observe()["proposals"][0]["claim"] in text
     assert ep.family.name not in text

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import opsgym
+from opsgym.adapters.toolcalls import render_text
+from opsgym.core.registry import catalogue
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.encode import OversightEncoder
-from opsgym.envs.oversight.prompt import render
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, FACT_VALUES
-from opsgym.registry import catalogue
+from opsgym.training.oversight_dataset import render
 from tests.conftest import make_playable, playable
 
 FAMILIES = [s.name for s in SPEC.scenarios]
@@ -43,7 +44,7 @@ def _seen(family, seed, overrides, actions):
     """Everything the supervisor meets: observations, prompts, reports, vectors, masks."""
     ep = opsgym.make("oversight", family, seed, overrides=overrides)
     encoder, table = OversightEncoder(), catalogue("oversight")
-    trace = [ep.observe(), SPEC.prompt(ep), encoder.encode(ep).tolist()]
+    trace = [ep.observe(), render_text(ep), encoder.encode(ep).tolist()]
     for a in actions:
         if ep.done:
             break
@@ -57,7 +58,7 @@ def _seen(family, seed, overrides, actions):
                 # the last step pays what was settled out of sight: the truth, once it is over
                 None if result.done else (result.reward, result.components),
                 ep.observe(),
-                SPEC.prompt(ep),
+                render_text(ep),
                 encoder.encode(ep).tolist(),
             )
         )
@@ -147,7 +148,7 @@ def test_the_prompt_names_no_fact_and_no_family_before_an_inspection():
         for fact, values in SPEC.scenario(family).hidden.items():
             for value in values:
                 ep = make_playable("oversight", family, 0, overrides={fact: value})
-                text = SPEC.prompt(ep)
+                text = render_text(ep)
                 assert text.startswith(render(ep.observe(), ep.tools)[0]["content"])
                 # The rules' own text names P1 and skipped suites; it is in every episode alike.
                 obs = {k: v for k, v in ep.observe().items() if k != "rules"}

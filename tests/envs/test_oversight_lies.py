@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import opsgym
+from opsgym.adapters.toolcalls import render_text
 from opsgym.agents import play
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.encode import OversightEncoder
@@ -280,7 +281,7 @@ def test_the_random_policy_trusts_some_lies_and_reconciles_others():
 def _trace(ep, calls, policy=None):
     """Everything the supervisor meets: observations, prompts, vectors, reports, rewards."""
     encoder = OversightEncoder()
-    seen = [(ep.observe(), SPEC.prompt(ep), encoder.encode(ep).tolist())]
+    seen = [(ep.observe(), render_text(ep), encoder.encode(ep).tolist())]
     if policy is not None:
         policy.reset(ep.seed)
     for i in range(80):
@@ -297,7 +298,7 @@ def _trace(ep, calls, policy=None):
                 # the last step pays what was settled out of sight: the truth, once it is over
                 None if result.done else (result.reward, result.components),
                 ep.observe(),
-                SPEC.prompt(ep),
+                render_text(ep),
                 encoder.encode(ep).tolist(),
             )
         )

@@ -10,10 +10,10 @@ import pytest
 
 import opsgym
 from opsgym.agents import get_policy
+from opsgym.core.registry import catalogue, legal_actions
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.policies import POLICIES
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, OVERRIDABLE
-from opsgym.registry import catalogue, legal_actions
 
 FAMILIES = [s.name for s in SPEC.families()]
 SCENARIOS = [s.name for s in SPEC.scenarios]

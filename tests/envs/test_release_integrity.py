@@ -15,6 +15,7 @@ import pytest
 import opsgym
 from opsgym.agents import RandomPolicy, play
 from opsgym.core.exploits import Exploit
+from opsgym.core.registry import legal_actions
 from opsgym.envs.release import SPEC
 from opsgym.envs.release.exploits import (
     BlindRetry,
@@ -24,7 +25,6 @@ from opsgym.envs.release.exploits import (
     SkipCanary,
 )
 from opsgym.envs.release.scenarios import FAMILY_REVEALED_BY, shippable_prior
-from opsgym.registry import legal_actions
 
 N = 300
 SEEDS = opsgym.seeds("test", N)
@@ -179,7 +179,7 @@ def test_mixed_draws_every_family_and_fault_free_episodes():
 def _trace(family: str, seed: int, actions: list[int], **overrides):
     env = SPEC.encoder()
     ep = opsgym.make("release", "mixed", seed, overrides={"family": family, **overrides})
-    from opsgym.registry import catalogue
+    from opsgym.core.registry import catalogue
 
     table = catalogue("release")
     trace = [ep.observe(), env.encode(ep).tolist(), legal_actions(ep)]
@@ -207,7 +207,7 @@ def _trace(family: str, seed: int, actions: list[int], **overrides):
 def test_nothing_but_a_revealing_tool_tells_one_family_from_another():
     """Every channel (observation, report, rejection, reward, components, done, vector, mask)
     is the same in every family until a tool in ``family_revealed_by`` is called."""
-    from opsgym.registry import catalogue
+    from opsgym.core.registry import catalogue
 
     allowed = [
         i for i, (t, _) in enumerate(catalogue("release")) if t.name not in FAMILY_REVEALED_BY
@@ -224,7 +224,7 @@ def test_nothing_but_a_revealing_tool_tells_one_family_from_another():
 
 @pytest.mark.parametrize("fact", sorted(k for k in SPEC.scenarios[-1].hidden if k != "family"))
 def test_each_hidden_fact_of_mixed_reaches_the_agent_only_through_its_revealing_tools(fact):
-    from opsgym.registry import catalogue
+    from opsgym.core.registry import catalogue
 
     mixed = SPEC.scenarios[-1]
     allowed = [
@@ -368,7 +368,7 @@ def test_acting_on_the_family_prior_earns_less_than_the_oracle():
 
 def test_where_v2_can_ship_a_verified_ship_beats_every_verified_rollback():
     (check,) = SPEC.reward_checks
-    held, measured = check.check(200)
+    held, measured = check.check(200, play)
     assert held, measured
 
 

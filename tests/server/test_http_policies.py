@@ -161,7 +161,7 @@ def test_an_evaluation_over_http_takes_runs_not_paths_and_stores_the_run_name(
         "/api/evaluations", json={**body, "policies": ["ppo:runs:release__ppo__1__1"]}
     )
     assert started.status_code == 202, started.text
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # a hang guard: two episodes take seconds
     while live.client.get("/api/evaluations/by-run").json()["job"]["status"] in RUNNING:
         assert time.monotonic() < deadline, "the evaluation did not finish"
         time.sleep(0.2)

@@ -17,7 +17,7 @@ import pytest
 
 import opsgym
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
-from opsgym.registry import catalogue, legal_actions, spec
+from opsgym.core.registry import catalogue, legal_actions, spec
 from tests.conftest import playable
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
     ENVS,

@@ -85,7 +85,7 @@ def test_generic_env_client_plays_the_oracles_episode(serve, generic_client, env
     """
     oracle = opsgym.run(env, "mixed", SEED, "oracle")
     calls = oracle.record()["calls"]
-    spec = opsgym.registry.spec(env)
+    spec = opsgym.core.registry.spec(env)
     live = serve()
     label = f"openenv-{env}-{SEED}"
 
@@ -250,7 +250,7 @@ def test_manifest_describes_the_server(serve) -> None:
     assert list(envs) == ["release", "fleet", "oversight"]
     assert set(envs) == set(opsgym.list_envs())
     for name, entry in envs.items():
-        spec = opsgym.registry.spec(name)
+        spec = opsgym.core.registry.spec(name)
         assert entry["gym_id"] == spec.gym_id, name
         assert entry["max_steps"] == spec.max_steps, name
         assert entry["scenarios"] == [s.name for s in spec.scenarios], name

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import opsgym
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from opsgym.server.sessions import call_tokens
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
     ENVS,
@@ -186,7 +186,7 @@ def test_the_record_is_a_409_while_the_episode_runs_and_holds_the_truth_after(sh
     assert late["truth_included"] is True
     assert late["verdict"]["outcome"] == late["record"]["verdict"]["outcome"]
     assert all("truth" in e for e in late["record"]["events"])
-    assert late["record"]["token_source"] == "tokenizer"
+    assert late["record"]["token_source"] == "estimate"
 
 
 def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_is(live):
@@ -215,7 +215,7 @@ def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_
     assert rows["oversight"]["outcome"] == solo.verdict.outcome
     assert rows["oversight"]["steps"] == solo.steps
     for r in rows.values():
-        assert r["token_source"] == "tokenizer"
+        assert r["token_source"] == "estimate"
         replay = c.get(f"/api/episodes/{r['id']}/replay").json()
         assert replay["match"] is True and replay["recorded_hash"] == r["record_hash"]
         assert replay["verdict"]["outcome"] == r["outcome"]
@@ -304,6 +304,12 @@ def test_grade_replays_a_record_and_tells_a_tampered_one(live):
     record = alone("release", "deploy_timeout", 4).record()
     graded = live.client.post("/api/grade", json={"record": record}).json()
     assert graded["match"] is True and graded["verdict"] == record["verdict"]
+    assert graded["admissible"] is True and graded["labels"] == []
+    forced = opsgym.run("release", "deploy_timeout", 4, "oracle", overrides={"v2_broken": True})
+    forced = forced.record()
+    labelled = live.client.post("/api/grade", json={"record": forced}).json()
+    assert labelled["match"] is True and labelled["admissible"] is False
+    assert labelled["labels"] == ["forced facts: v2_broken"]
     record["events"][2]["report"] = {"status": "ok"}
     tampered = live.client.post("/api/grade", json={"record": record}).json()
     assert tampered["match"] is False and tampered["verdict"] is None

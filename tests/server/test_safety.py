@@ -385,3 +385,22 @@ def test_one_sessions_failures_never_touch_another(serve):
     ended = c.get(f"/api/sessions/{good}").json()
     assert ended["verdict"] == verdict_of(solo)
     assert c.get(f"/api/sessions/{bad}").json()["steps"] == solo.steps  # rejected, recorded
+
+
+@pytest.mark.parametrize("depth", [600, 2000])
+def test_deeply_nested_json_is_a_rejected_step_or_a_4xx_never_a_5xx(shared, depth):
+    """Regression (issue 20, item 6): 1 KB of nested brackets in a body was a 500 on the REST
+    step, /step and /mcp."""
+    sid = create(shared.client, env="release", seed=4)["id"]
+    inner = "[" * depth + "]" * depth
+    body = '{"tool": "inspect", "args": {"target": ' + inner + "}}"
+    json_type = {"content-type": "application/json"}
+    rest = shared.client.post(f"/api/sessions/{sid}/step", content=body, headers=json_type)
+    assert rest.status_code in (200, 400), rest.text[:200]
+    if rest.status_code == 200:  # parsed: the call is a rejected step, recorded, nothing runs
+        step = rest.json()["steps"][0]
+        assert step["rejected"] == "arguments nested deeper than 32 levels"
+    stateless = shared.client.post("/step", content='{"action": ' + inner + "}", headers=json_type)
+    assert 400 <= stateless.status_code < 500, stateless.text[:200]
+    rpc = shared.client.post("/mcp", content=inner, headers=json_type)
+    assert rpc.status_code < 500 and "error" in rpc.json()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import opsgym
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     ENVS,
     act,
@@ -90,7 +90,7 @@ def test_a_step_answers_observation_reward_and_done_and_state_counts_it(shared):
 @pytest.mark.parametrize("env", ENVS)
 def test_the_oracles_calls_over_the_websocket_reach_the_oracles_verdict(shared, env):
     """Every reply shows what the same call showed alone; the ending step carries the verdict;
-    the ended episode is in the store, replays, and was counted by the server's tokenizer.
+    the ended episode is in the store, replays, and was counted by the server's estimator.
     """
     seed = 4
     solo = alone(env, "mixed", seed)
@@ -108,7 +108,7 @@ def test_the_oracles_calls_over_the_websocket_reach_the_oracles_verdict(shared, 
     served = as_served(env, "mixed", seed, calls_of(solo.events))
     (row,) = stored_as(shared, served)  # the tokens differ from solo's: counted, not fixed
     assert (row["outcome"], row["seed"], row["steps"]) == (solo.verdict.outcome, seed, solo.steps)
-    assert (row["policy"], row["token_source"], row["split"]) == ("client", "tokenizer", "train")
+    assert (row["policy"], row["token_source"], row["split"]) == ("client", "estimate", "train")
     record = shared.client.get(f"/api/episodes/{row['id']}").json()["record"]
     assert calls_of(record["events"]) == calls_of(solo.events)
     assert record["verdict"] == solo.verdict.to_dict()

@@ -19,7 +19,7 @@ from opsgym.server.sessions import call_tokens
 from tests.server.conftest import Live, running
 
 ENVS = ("release", "fleet", "oversight")
-WAIT_S = 10.0
+WAIT_S = 30.0
 """Longest wait for anything the server does in the background (a reap, a close)."""
 
 
@@ -133,7 +133,7 @@ def as_served(env: str, scenario: str | None, seed: int, calls: Any, **kwargs: A
     """``calls`` played in this process as a session plays them: tokens counted from each
     call's JSON (so the record, and its hash, are the ones the server stores).
     """
-    episode = opsgym.make(env, scenario, seed, token_source="tokenizer", **kwargs)
+    episode = opsgym.make(env, scenario, seed, token_source="estimate", **kwargs)
     for tool, args in calls:
         episode.step(tool, args, tokens=call_tokens(tool, args))
     return episode

@@ -28,9 +28,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from opsgym.core.registry import spec
 from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import check_split, seeds
-from opsgym.registry import spec
 
 if TYPE_CHECKING:
     from datasets import Dataset

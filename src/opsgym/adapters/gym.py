@@ -22,9 +22,9 @@ import gymnasium as gym
 import numpy as np
 
 from opsgym.core.episode import Episode
+from opsgym.core.registry import catalogue, spec
 from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import check_split
-from opsgym.registry import catalogue, spec
 
 
 class OpsEnv(gym.Env[np.ndarray, np.int64]):

@@ -72,8 +72,8 @@ from inspect_ai.tool import Tool, ToolDef, ToolParams
 from opsgym.adapters import toolcalls
 from opsgym.adapters.episodes import parse_config, passed, rows, settle
 from opsgym.core.episode import Episode
+from opsgym.core.registry import list_envs, make
 from opsgym.core.tools import Tool as OpsTool
-from opsgym.registry import list_envs, make
 
 _RUNNING: dict[str, Episode] = {}
 """Episodes in play, by Inspect's sample uuid: the solver starts one, the scorer judges it and
@@ -172,7 +172,7 @@ def tokens(output: ModelOutput) -> tuple[int, str]:
         for c in message.tool_calls or []
     ]
     text = toolcalls.reply_text({"content": message.text, "tool_calls": calls})
-    return toolcalls.count_tokens(text), "tokenizer"
+    return toolcalls.count_tokens(text), "estimate"
 
 
 @solver

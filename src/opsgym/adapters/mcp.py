@@ -52,12 +52,12 @@ from mcp.shared.exceptions import MCPError
 from pydantic import Field
 from starlette.applications import Starlette
 
-import opsgym
 from opsgym.adapters.toolcalls import render_text, result_text
+from opsgym.core import VERSION
 from opsgym.core.episode import Episode
 from opsgym.core.errors import EpisodeDoneError, OpsgymError, UnknownNameError
+from opsgym.core.registry import make, spec, specs
 from opsgym.core.tools import Args, Tool
-from opsgym.registry import spec, specs
 
 MAX_EPISODES = 1024
 """Episodes kept per server by default; starting one more forgets the least recently used."""
@@ -227,7 +227,7 @@ class OpsgymMCP:
         if parsed.env not in self.envs:
             raise _Refusal(str(UnknownNameError("environment", parsed.env, self.envs)))
         try:
-            episode = opsgym.make(
+            episode = make(
                 parsed.env,
                 parsed.scenario,
                 parsed.seed,
@@ -323,7 +323,7 @@ class OpsgymMCP:
 
         return Server(
             "opsgym",
-            version=opsgym.__version__,
+            version=VERSION,
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,

@@ -41,7 +41,7 @@ Nothing outside the episode's tools can run.
 
 **Tokens.** A turn's tokens are the model's output (completion tokens, reasoning included): the
 provider's ``usage.completion_tokens`` when it reports usage (``token_source="provider"``), else
-:func:`count_tokens` of the reply (``"tokenizer"``). The turn's first step is charged them, the
+:func:`count_tokens` of the reply (``"estimate"``). The turn's first step is charged them, the
 others 0, so the episode's total is the model's. The episode is built (or, before its first
 step, marked) with that source, so the record says where the counts came from.
 """
@@ -285,8 +285,9 @@ def render_messages(
 
 
 def render_text(episode: Episode) -> str:
-    """The prompt as one string, tools included (``EnvSpec.prompt``: the audit's leak test
-    compares it across hidden facts).
+    """The prompt as one string, tools included: the prompt of every world whose
+    ``EnvSpec.prompt`` is ``None`` (all of them), which the audit's leak test compares across
+    hidden facts.
     """
     return "\n\n".join(m["content"] for m in render_messages(episode))
 
@@ -393,6 +394,8 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
         value = json.loads(raw)
     except ValueError as exc:
         return raw, f"arguments are not valid JSON ({exc.msg} at {exc.pos})"
+    except RecursionError:  # a reply of nested brackets: rejected, never the run's end
+        return raw[:200], "arguments nested too deep to decode"
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
@@ -419,6 +422,8 @@ def _from_json_text(text: str, source: str) -> list[ParsedCall]:
         value = json.loads(text)
     except ValueError as exc:
         return [ParsedCall(None, text, source, error=f"not valid JSON ({exc.msg} at {exc.pos})")]
+    except RecursionError:
+        return [ParsedCall(None, text[:200], source, error="JSON nested too deep to decode")]
     if isinstance(value, list) and value:
         return [_from_object(v, source) for v in value]
     return [_from_object(value, source)]
@@ -505,7 +510,7 @@ def count_tokens(text: str) -> int:
     :data:`CHARS_PER_TOKEN` characters begun, since long rare words split into several. No
     vocabulary is loaded, so nothing is downloaded and the count is the same everywhere; it is
     an estimate, used only when the endpoint reports no usage (the record's token source says
-    ``tokenizer`` then).
+    ``estimate`` then).
     """
     total = 0
     for piece in _PRETOKEN.findall(text):

@@ -46,10 +46,10 @@ from typing import Any
 from opsgym.adapters.episodes import parse_config, settle
 from opsgym.adapters.toolcalls import render_messages, result_text
 from opsgym.core.episode import Episode
+from opsgym.core.registry import spec
 from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import split_of
 from opsgym.core.tools import Tool
-from opsgym.registry import spec
 
 RESERVED = frozenset({"reset", "get_reward"})
 """Method names TRL gives a meaning of its own; no tool may take them."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import PolicyRefusedError, UnknownNameError
-from opsgym.registry import catalogue, legal_actions, spec
+from opsgym.core.registry import catalogue, legal_actions, spec
 
 Call = tuple[str, dict[str, Any]]
 

@@ -5,10 +5,10 @@ picks the likeliest valid one (extra ``grpo``).
     opsgym eval --env release --policy hf+constrained:runs/release__sft__1__1767225600
 
 ``PATH`` is a run folder of ``opsgym train sft|grpo`` (its ``model/``), a model folder or a Hub
-id (see :mod:`opsgym.training.hf`). A model saved by a trainer names the world it learnt
+id (see :mod:`opsgym.agents.hf_models`). A model saved by a trainer names the world it learnt
 (``opsgym.json``); asking it to play another one is an error.
 
-**The conversation** is the one the trainers use (:mod:`opsgym.training.data`): the first
+**The conversation** is the one the trainers use (:mod:`opsgym.adapters.chat`): the first
 prompt as one user message, the world's tools in the chat template's tool list, then the
 model's turns and what each call reported, growing turn by turn as in GRPO's rollouts. A model
 is evaluated in the format it was trained in; a different one would measure the change of
@@ -56,10 +56,13 @@ from functools import lru_cache
 from typing import Any
 
 from opsgym.adapters import toolcalls
+from opsgym.adapters.chat import call_message, tool_message, tool_schemas, user_message
 from opsgym.adapters.trl import prompt
+from opsgym.agents import hf_models
 from opsgym.agents.base import Call, legal_calls
 from opsgym.core.episode import Episode
-from opsgym.registry import spec
+from opsgym.core.errors import ModelError
+from opsgym.core.registry import spec
 
 FREE = "hf"
 CONSTRAINED = "hf+constrained"
@@ -89,8 +92,6 @@ class HFSettings:
     @classmethod
     def from_environment(cls) -> HFSettings:
         """The settings the environment variables give."""
-        from opsgym.training.hf import ModelError
-
         def number(name: str, default: int | None) -> int | None:
             raw = os.environ.get(name)
             if raw is None or raw == "":
@@ -114,14 +115,12 @@ class HFSettings:
 @lru_cache(maxsize=2)
 def _loaded(path: str, env: str, device: str, precision: str) -> tuple[Any, Any, dict[str, Any]]:
     """The model (on ``device``, in eval mode), its tokenizer and its ``opsgym.json``."""
-    from opsgym.training import hf
-
-    device = hf.resolve_device(device)
-    precision = hf.resolve_precision(precision, device)
-    model, tokenizer = hf.load(path, env, device=device, precision=precision)
+    device = hf_models.resolve_device(device)
+    precision = hf_models.resolve_precision(precision, device)
+    model, tokenizer = hf_models.load(path, env, device=device, precision=precision)
     model.to(device).eval()
-    folder = hf.model_folder(path)
-    return model, tokenizer, hf.read_meta(folder)
+    folder = hf_models.model_folder(path)
+    return model, tokenizer, hf_models.read_meta(folder)
 
 
 class HFPolicy:
@@ -144,8 +143,6 @@ class HFPolicy:
         constrained: bool = False,
         settings: HFSettings | None = None,
     ):
-        from opsgym.training.data import tool_schemas
-
         self.env = spec(env).name
         self.path = path
         self.constrained = constrained
@@ -185,7 +182,6 @@ class HFPolicy:
     def drive(self, episode: Episode) -> Episode:
         """Play ``episode`` until it ends, its turns run out or the context is full."""
         from opsgym.agents.llm import LLMError
-        from opsgym.training.data import user_message
 
         if episode.env != self.env:
             raise LLMError(f"{self.name} plays {self.env!r}, not {episode.env!r}.")
@@ -244,8 +240,6 @@ class HFPolicy:
     ) -> None:
         import torch
 
-        from opsgym.training.data import tool_message
-
         device = self.model.device
         inputs = torch.tensor([ids], device=device)
         with torch.no_grad():
@@ -285,7 +279,6 @@ class HFPolicy:
         entry: dict,
     ) -> None:
         from opsgym.agents.llm import LLMError
-        from opsgym.training.data import call_message, tool_message
 
         candidates = legal_calls(episode)
         if not candidates:

@@ -74,7 +74,7 @@ from opsgym.adapters import toolcalls
 from opsgym.agents.base import PREFIXED, Call, legal_calls
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 
 ENV_BASE_URL = "OPSGYM_LLM_BASE_URL"
 ENV_MODEL = "OPSGYM_LLM_MODEL"
@@ -526,7 +526,7 @@ class LLMAgent:
         counted = usage.get("completion_tokens")
         if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
             return counted, "provider"
-        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "tokenizer"
+        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "estimate"
 
     @staticmethod
     def _mark_source(episode: Episode, source: str) -> None:

@@ -1,7 +1,8 @@
-"""Trained policies as named policies: ``ppo:PATH`` (extra ``train``).
+"""Trained policies as named policies: ``ppo:PATH`` (extra ``train``), ``hf:PATH`` and
+``hf+constrained:PATH`` (extra ``grpo``).
 
-The factories import their trainers only when a policy of their kind is asked for, so naming the
-kinds costs nothing.
+The factories import their policies (and with them torch or Transformers) only when a policy of
+their kind is asked for, so naming the kinds costs nothing.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from opsgym.agents.base import PREFIXED
+from opsgym.core.errors import MissingExtraError
 
 
 def _ppo(env: str, path: str) -> Any:
-    from opsgym.training.ppo import PPOPolicy
+    from opsgym.agents.ppo import PPOPolicy
 
     return PPOPolicy(env, path)
 
@@ -31,9 +33,7 @@ def _hf(constrained: bool) -> Any:
         try:
             return HFPolicy(env, path, constrained=constrained)
         except ModuleNotFoundError as exc:
-            from opsgym.training.ppo import TrainingError
-
-            raise TrainingError(f"{exc}; install the extra: pip install 'opsgym[grpo]'") from None
+            raise MissingExtraError(exc, "grpo") from None
 
     return factory
 

@@ -28,11 +28,11 @@ from opsgym.audit.exploits import Suite
 from opsgym.audit.leak import leak_test
 from opsgym.audit.report import SECTIONS, AuditReport, Check
 from opsgym.audit.rewards import reward_checks
+from opsgym.core.registry import spec as spec_of
+from opsgym.core.registry import specs
 from opsgym.core.rewards import LeakingConfigError, check_reward_timing
 from opsgym.core.scenarios import check_split, seeds
 from opsgym.core.spec import EnvSpec
-from opsgym.registry import spec as spec_of
-from opsgym.registry import specs
 
 PARTS = ("play", "leak")
 """The independent parts of a world's audit (the longest first, for parallel runs)."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from opsgym.adapters.toolcalls import render_text
 from opsgym.audit.calls import (
     Call,
     argument_space,
@@ -29,9 +30,9 @@ from opsgym.audit.calls import (
     visible_strings,
 )
 from opsgym.core.episode import Episode, StepResult
+from opsgym.core.registry import catalogue, legal_actions
 from opsgym.core.scenarios import Scenario
 from opsgym.core.spec import Encoder, EnvSpec
-from opsgym.registry import catalogue, legal_actions
 
 CHANNELS = (
     "done",
@@ -184,8 +185,7 @@ def _view(
         "mask": legal_actions(episode),
         "vector": encoder.encode(episode),
     }
-    if spec.prompt is not None:
-        view["prompt"] = spec.prompt(episode)
+    view["prompt"] = (spec.prompt or render_text)(episode)
     if result is not None:
         # On the last step the truth is paid for by design: settled components, the outcome.
         hidden = (spec.settled | {"terminal"}) if result.done else frozenset()

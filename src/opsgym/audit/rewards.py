@@ -42,7 +42,7 @@ def reward_checks(spec: EnvSpec, suite: Suite, episodes: int) -> list[Check]:
         )
     )
     for check in spec.reward_checks:
-        held, measured = check.check(episodes)
+        held, measured = check.check(episodes, play)
         rows.append(Check(check.name, measured, check.description, bool(held)))
     return rows
 

@@ -49,11 +49,13 @@ HEADER_FIELDS = (
 )
 """The record's header: hashed into the root of the event chain."""
 
-TOKEN_SOURCES = ("fixed", "caller", "gym", "provider", "tokenizer", "none")
+TOKEN_SOURCES = ("fixed", "caller", "gym", "provider", "tokenizer", "estimate", "none")
 """Where an episode's token counts came from: ``fixed`` (the world's ``tokens_per_call``,
 charged by the harness), ``caller`` (``Episode.step(tokens=...)`` taken on the caller's word),
 ``gym`` (the Gym face's fixed cost), ``provider`` (an LLM endpoint's usage figures),
-``tokenizer`` (counted by a tool-calling face with a tokenizer), ``none`` (not counted)."""
+``tokenizer`` (counted by a model's own tokenizer), ``estimate`` (counted by the vocabulary-free
+estimator :func:`opsgym.adapters.toolcalls.count_tokens`, as the server and the LLM face do when
+no provider reports usage), ``none`` (not counted)."""
 
 
 def fresh(value: Any) -> Any:
@@ -123,8 +125,19 @@ class StepResult(NamedTuple):
     components: dict[str, float]
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of ``value``; anything else becomes its ``repr`` (never raises)."""
+MAX_DEPTH = 32
+"""How deep a value the agent sends may nest (a tool's arguments are flat): deeper containers
+are cut where this depth is reached, and a call whose arguments were cut is rejected."""
+
+TOO_DEEP = f"<nested deeper than {MAX_DEPTH} levels>"
+"""What stands in a recorded value where a deeper container was cut."""
+
+
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value``; anything else becomes its ``repr`` (never raises), and a
+    container below :data:`MAX_DEPTH` levels becomes :data:`TOO_DEEP` (so that 3,000 nested
+    brackets cost a bounded walk, not the interpreter's recursion limit).
+    """
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
@@ -133,11 +146,27 @@ def jsonable(value: Any) -> Any:
         return float(value) if math.isfinite(value) else repr(value)
     if isinstance(value, np.generic):
         return jsonable(value.item())
+    if isinstance(value, dict | list | tuple) and _depth >= MAX_DEPTH:
+        return TOO_DEEP
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, _depth + 1) for v in value]
     return repr(value)
+
+
+def was_cut(value: Any) -> bool:
+    """Whether :func:`jsonable` cut ``value`` (it holds :data:`TOO_DEEP` somewhere)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item == TOO_DEEP:
+            return True
+        if type(item) is dict:
+            stack.extend(v for v in item.values() if type(v) in (dict, list, str))
+        elif type(item) is list:
+            stack.extend(v for v in item if type(v) in (dict, list, str))
+    return False
 
 
 def canonical(obj: Any) -> bytes:
@@ -335,6 +364,13 @@ class Episode:
             isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
         ):
             raise ValueError(f"tokens must be an int >= 0 or None, got {tokens!r}")
+        if type(raw) is dict and any(type(v) in (dict, list) for v in raw.values()):
+            if was_cut(raw):  # the cut form is what is recorded, so a replay cuts the same way
+                reason = f"arguments nested deeper than {MAX_DEPTH} levels"
+                return self._run(name, raw, None, None, reason, tokens)
+        elif type(raw) is list and was_cut(raw):
+            reason = f"arguments nested deeper than {MAX_DEPTH} levels"
+            return self._run(name, raw, None, None, reason, tokens)
         spec = self.world.tools.get(name) if isinstance(name, str) else None
         if spec is None:
             close = difflib.get_close_matches(str(name), list(self.world.tools), n=1)

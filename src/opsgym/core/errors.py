@@ -55,5 +55,29 @@ class HeldOutFamilyError(OpsgymError, ValueError):
     """A held-out family was asked for on the ``train`` split (see :mod:`opsgym.core.request`)."""
 
 
+
+class MissingExtraError(OpsgymError, ImportError):
+    """A part of opsgym that needs an extra that is not installed.
+
+    The message names what is missing and the install command, e.g.
+    ``No module named 'trl'; install the extra: pip install 'opsgym[grpo]'``.
+    """
+
+    def __init__(self, missing: BaseException | str, extra: str):
+        self.missing, self.extra = str(missing), extra
+        super().__init__(f"{missing}; install the extra: pip install 'opsgym[{extra}]'")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # raised in a worker, read in its parent
+        return type(self), (self.missing, self.extra)
+
+
+class TrainingError(OpsgymError, ValueError):
+    """Training cannot start as asked (a bad argument, an output folder that exists)."""
+
+
+class ModelError(TrainingError):
+    """A model or tokenizer that cannot be loaded, or a device or precision it cannot run at."""
+
+
 class ConfigError(OpsgymError, ValueError):
     """A config value out of range or of the wrong type (the message names the key)."""

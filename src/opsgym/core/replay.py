@@ -5,6 +5,11 @@ timing, token source) and its calls. Replay runs the calls again on a fresh epis
 every event, field by field, and the hash chain, whose root is the header's hash. The first
 difference names the step, the field and both values (step 0 and field ``header`` for an edited
 header), so a tampered record or a behaviour change in an environment is found where it starts.
+
+A replay rebuilds the episode as it was made, even one the episode request
+(:mod:`opsgym.core.request`) would refuse today, and says so: :attr:`ReplayResult.labels` names
+what makes a record unfit for a leaderboard (forced facts, dense reward timing, a held-out family
+on a train seed), and ``opsgym replay --strict`` and ``POST /api/grade`` refuse such a record.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from opsgym.core.episode import RECORD_FORMAT, chain, header_hash
+from opsgym.core.episode import RECORD_FORMAT, Episode, chain, header_hash
 from opsgym.core.errors import OpsgymError, RecordError
+from opsgym.core.registry import spec as lookup
+from opsgym.core.scenarios import split_of
 
 _FIELDS = ("env", "scenario", "seed", "calls", "events")
 
@@ -28,12 +35,36 @@ class ReplayResult:
             (``step`` 0 means a field of the record itself).
         recorded_hash: The record's final hash.
         replayed_hash: The final hash of the recomputed episode.
+        labels: What makes the record unfit to stand for an honest episode, one phrase each
+            (forced facts, dense reward timing, a held-out family on a train seed); empty for
+            an episode any face would start today.
     """
 
     match: bool
     first_difference: dict[str, Any] | None
     recorded_hash: str
     replayed_hash: str
+    labels: tuple[str, ...] = ()
+
+    @property
+    def admissible(self) -> bool:
+        """Whether the record matches and carries no label: what a leaderboard may accept."""
+        return self.match and not self.labels
+
+
+def labels_of(episode: Episode) -> tuple[str, ...]:
+    """What makes ``episode`` unfit to stand for an honest one (see :class:`ReplayResult`)."""
+    out = []
+    if episode.overrides:
+        out.append(f"forced facts: {', '.join(sorted(episode.overrides))}")
+    if episode.reward_timing != "end":
+        out.append(f"reward timing {episode.reward_timing!r} (pays hidden facts at once)")
+    if split_of(episode.seed) == "train":
+        families = [episode.scenario] + ([episode.family] if episode.scenario.mixture else [])
+        for family in families:
+            if family.held_out:
+                out.append(f"held-out family {family.name!r} on train seed {episode.seed}")
+    return tuple(out)
 
 
 def _first_field(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:
@@ -45,8 +76,6 @@ def _first_field(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | No
 
 def replay(record: dict[str, Any]) -> ReplayResult:
     """Recompute ``record`` and compare. Raises :class:`RecordError` if it cannot be read."""
-    from opsgym.registry import make  # the registry imports every env; keep core import-light
-
     if not isinstance(record, dict):
         raise RecordError(f"A record must be a dict, got {type(record).__name__}.")
     missing = [f for f in _FIELDS if f not in record]
@@ -56,11 +85,12 @@ def replay(record: dict[str, Any]) -> ReplayResult:
         raise RecordError(f"Record format {record['format']!r} is not {RECORD_FORMAT!r}.")
     calls = record["calls"]
     source = record.get("token_source", "fixed")
-    try:
-        episode = make(
-            record["env"],
-            scenario=record["scenario"],
-            seed=record["seed"],
+    try:  # as it was made, not through today's request: the labels say what it would refuse
+        world = lookup(record["env"])
+        episode = Episode(
+            world,
+            world.scenario(record["scenario"]),
+            record["seed"],
             max_steps=record.get("max_steps"),
             overrides=record.get("overrides") or None,
             config=record.get("config") or None,
@@ -131,4 +161,6 @@ def replay(record: dict[str, Any]) -> ReplayResult:
                         "replayed": fresh[name],
                     }
                     break
-    return ReplayResult(diff is None, diff, str(record.get("hash", "")), fresh["hash"])
+    return ReplayResult(
+        diff is None, diff, str(record.get("hash", "")), fresh["hash"], labels_of(episode)
+    )

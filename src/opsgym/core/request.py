@@ -115,7 +115,7 @@ class EpisodeRequest:
             HeldOutFamilyError: a held-out family on a train seed.
             OverrideError, LeakingConfigError: overrides or timing that cannot be used here.
         """
-        from opsgym.registry import spec as lookup  # the registry joins core (issue 17)
+        from opsgym.core.registry import spec as lookup  # the registry imports this module
 
         spec = lookup(self.env)
         scenario = spec.scenario(self.scenario)

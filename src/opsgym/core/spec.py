@@ -66,13 +66,6 @@ class WorldConfig(BaseModel):
             raise cls.error(f"config {where}: {err['msg']}, got {err['input']!r}") from None
 
 
-def _generic_prompt(episode: Episode) -> str:
-    """The prompt an LLM agent is shown now, by the one renderer every world shares."""
-    from opsgym.adapters.toolcalls import render_text  # adapters import core, not the reverse
-
-    return render_text(episode)
-
-
 @dataclass(frozen=True)
 class EnvSpec:
     """How to build and judge one environment.
@@ -98,7 +91,10 @@ class EnvSpec:
             (:mod:`opsgym.adapters.toolcalls`) adds the reply rules and the tools, and renders
             the observation itself; a world supplies only this text.
         prompt: ``render(episode) -> str``, the text an LLM agent is shown now (the audit's leak
-            test compares it across hidden facts): the generic renderer's, for every world.
+            test compares it across hidden facts), for a world that renders its own; ``None``
+            (every world) means the generic renderer's,
+            :func:`opsgym.adapters.toolcalls.render_text`, which the faces apply (core imports
+            no face).
         config: The model of the world's public settings (:class:`WorldConfig`).
     """
 
@@ -117,12 +113,12 @@ class EnvSpec:
     exploits: tuple[Exploit, ...] = ()
     reward_checks: tuple[RewardCheck, ...] = ()
     brief: str = ""
-    prompt: Callable[[Episode], str] | None = _generic_prompt
+    prompt: Callable[[Episode], str] | None = None
     config: type[WorldConfig] = WorldConfig
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         return spec, (self.name,)
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opsgym.core.registry import spec
 from opsgym.evaluation.runner import EvalConfig, Writer, check, execute, heap_frozen, tasks
 from opsgym.evaluation.summary import summarise
-from opsgym.registry import spec
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
+from opsgym.core.registry import spec
 from opsgym.core.request import EpisodeRequest
 from opsgym.core.rewards import LeakingConfigError
 from opsgym.core.scenarios import check_split, seeds
-from opsgym.registry import spec
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opsgym.core.errors import OpsgymError
+from opsgym.core.replay import replay
 
 EXIT_MATCH, EXIT_EVENT, EXIT_HEADER, EXIT_VERDICT = 0, 3, 4, 5
 """Exit codes of ``--verify``: all match; an event differs; a header; a verdict or summary."""
@@ -48,7 +49,6 @@ def _kind(field_name: str, step: int) -> str:
 
 def verify(name: str, db: Any = None) -> Verification:
     """Replay every stored episode of evaluation ``name``."""
-    import opsgym
     from opsgym.store import open_store
 
     result = Verification(name)
@@ -59,7 +59,7 @@ def verify(name: str, db: Any = None) -> Verification:
             record = store.episode_record(row["id"])
             where = {"episode": row["id"], "policy": row["policy"], "seed": row["seed"]}
             try:
-                replayed = opsgym.replay(record)
+                replayed = replay(record)
             except OpsgymError as exc:
                 result.problems.append(
                     {

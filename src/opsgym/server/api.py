@@ -18,8 +18,8 @@ from fastapi import APIRouter, Path, Query, Request, status
 
 from opsgym.agents.base import policy_names
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import spec, specs
 from opsgym.core.scenarios import families
-from opsgym.registry import spec, specs
 from opsgym.server.guard import role_of
 from opsgym.server.models import (
     ComposeRequest,
@@ -208,7 +208,11 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
 
     @api.post("/grade", tags=["store"])
     def grade(body: GradeRequest) -> JSON:
-        """Judge a finished episode again from its calls: the replay's match and verdict."""
+        """Judge a finished episode again from its calls: the replay's match and verdict.
+
+        ``labels`` name what makes the record unfit for a leaderboard (forced facts, dense
+        reward timing, a held-out family on a train seed); ``admissible`` is a match with none.
+        """
         from opsgym.core.replay import replay
 
         record = body.record
@@ -223,6 +227,8 @@ def router(manager: SessionManager, settings: Any, jobs: Jobs) -> APIRouter:  # 
                 "recorded_hash": result.recorded_hash,
                 "replayed_hash": result.replayed_hash,
                 "verdict": record.get("verdict") if result.match else None,
+                "labels": list(result.labels),
+                "admissible": result.admissible,
             }
         )
 

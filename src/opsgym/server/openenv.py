@@ -101,7 +101,7 @@ def invalid(found: list[dict[str, Any]], most: int = 3) -> str:
 
 def tools_of(env: str) -> list[dict[str, Any]]:
     """The tool schemas of ``env`` (OpenAI function form)."""
-    return [t.schema for t in opsgym.registry.spec(env).world.tools.values()]
+    return [t.schema for t in opsgym.core.registry.spec(env).world.tools.values()]
 
 
 def observation(episode: Episode, result: StepResult | None = None) -> dict[str, Any]:
@@ -280,7 +280,7 @@ class OpenEnvFace:
     def fresh_episode(self, env: str | None, scenario: str | None, seed: int | None) -> Episode:
         """A throwaway episode for a stateless request."""
         return EpisodeRequest(
-            env or self.settings.default_env, scenario, seed, token_source="tokenizer"
+            env or self.settings.default_env, scenario, seed, token_source="estimate"
         ).start()
 
     def keep_if_ended(self, episode: Episode) -> None:
@@ -307,7 +307,7 @@ class OpenEnvFace:
                 body.seed,
                 split=body.split,
                 config=body.config,
-                token_source="tokenizer",
+                token_source="estimate",
             ).start()
             data = observation(ep)
             data["observation"]["tools"] = tools_of(ep.env)

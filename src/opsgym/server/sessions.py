@@ -35,8 +35,8 @@ from opsgym.adapters.toolcalls import count_tokens
 from opsgym.agents.base import get_policy, legal_calls
 from opsgym.core.episode import Episode, StepResult, jsonable
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import spec
 from opsgym.core.request import EpisodeRequest
-from opsgym.registry import spec
 
 log = logging.getLogger("opsgym.server")
 
@@ -430,7 +430,7 @@ class SessionManager:
             split=split,
             config=config or {},
             overrides=overrides or {},
-            token_source="tokenizer",
+            token_source="estimate",
         ).resolve()
         return resolved.start(), resolved.split
 

@@ -15,7 +15,8 @@ train sft``), trained further on the environment's reward (``opsgym train grpo``
    (:func:`opsgym.adapters.trl.prompt`), as TRL builds it (it appends the environment's
    ``reset`` text to the row's user message, empty here);
 2. the tools in the chat template's own tool list: the JSON schemas ``transformers`` builds from
-   the environment class's methods (:func:`tool_schemas`), in the order TRL lists them;
+   the environment class's methods (:func:`opsgym.adapters.chat.tool_schemas`), in the order
+   TRL lists them;
 3. per call, an assistant message with the call in the template's tool-call format and a tool
    message with what the tool reported (the method's return, :func:`~opsgym.adapters.toolcalls.
    result_text`);
@@ -35,14 +36,14 @@ and a ``mixed`` train seed never draws one, so held-out families appear only in 
 
 from __future__ import annotations
 
-import inspect
-import json
 from collections.abc import Iterable, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from opsgym.adapters.chat import call_message, tool_message, tool_schemas_json, user_message
 from opsgym.adapters.episodes import parse_config, rows
 from opsgym.adapters.trl import environment_factory
+from opsgym.agents import get_policy, play
+from opsgym.core.registry import make, spec
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -50,65 +51,17 @@ if TYPE_CHECKING:
 FINAL = "Done: the episode is over."
 """The reference's last message, without a call (TRL ends a rollout at the first such reply)."""
 
-_NOT_TOOLS = frozenset({"reset", "get_reward"})
-
-
-@cache
-def _schemas(env: str) -> str:
-    from transformers.utils import get_json_schema
-
-    cls = environment_factory(env)
-    instance = cls()
-    # TRL lists an environment's tools with inspect.getmembers on its class: sorted by name.
-    names = [
-        name
-        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-        if name not in _NOT_TOOLS and not name.startswith("_")
-    ]
-    return json.dumps([get_json_schema(getattr(instance, name)) for name in names])
-
-
-def tool_schemas(env: str) -> list[dict[str, Any]]:
-    """The tools of ``env`` as the chat template is given them: the schemas ``transformers``
-    builds from the TRL environment's methods, in TRL's order (a fresh copy each call).
-    """
-    return json.loads(_schemas(env))
-
-
-def user_message(text: str) -> dict[str, Any]:
-    """The conversation's first message: the environment's first prompt."""
-    return {"role": "user", "content": text}
-
-
-def call_message(name: str, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
-    """An assistant message making one call; ``arguments`` as a mapping or as JSON text.
-
-    The template writes JSON text as it is, and a mapping as ``json.dumps`` writes it (its
-    ``tojson``), so both render alike.
-    """
-    if not isinstance(arguments, str):
-        arguments = json.dumps(dict(arguments), ensure_ascii=False)
-    call = {"type": "function", "function": {"name": name, "arguments": arguments}}
-    return {"role": "assistant", "content": "", "tool_calls": [call]}
-
-
-def tool_message(name: str, text: str) -> dict[str, Any]:
-    """What a tool reported, as TRL hands it back to the model."""
-    return {"role": "tool", "name": name, "content": text}
-
 
 def reference_conversation(row: Mapping[str, Any], policy: str = "oracle") -> dict[str, Any]:
     """The conversation ``policy`` has on the episode ``row`` names (a row of
     :func:`opsgym.adapters.episodes.rows`), with where it came from (see the module docstring).
 
-    The policy plays the episode (``opsgym.run``); its calls are then made through the TRL
-    environment's methods, so the prompt and every tool message are what GRPO's rollouts get.
+    The policy plays the episode (as ``opsgym.run`` does); its calls are then made through the
+    TRL environment's methods, so the prompt and every tool message are what GRPO's rollouts get.
     """
-    import opsgym
-
     env, seed, scenario = row["environment"], int(row["seed"]), row["scenario"]
     config = parse_config(row.get("config"))
-    played = opsgym.run(env, scenario, seed, policy, config=config or None)
+    played = play(make(env, scenario, seed, config=config or None), get_policy(env, policy))
     instance = environment_factory(env, scenario)()
     messages = [user_message(instance.reset(seed=seed, config=config, split=row.get("split")))]
     for call in played.record()["calls"]:
@@ -117,7 +70,7 @@ def reference_conversation(row: Mapping[str, Any], policy: str = "oracle") -> di
     messages.append({"role": "assistant", "content": FINAL})
     return {
         "messages": messages,
-        "tools": _schemas(env),
+        "tools": tool_schemas_json(env),
         "environment": env,
         "seed": seed,
         "scenario": scenario,
@@ -146,8 +99,6 @@ def reference_rows(
     ``safe_only`` keeps only episodes whose outcome is one of the world's safe outcomes (there
     may then be fewer than ``n``).
     """
-    from opsgym.registry import spec
-
     safe = spec(env).safe_outcomes
     out = [
         reference_conversation(row, policy)

@@ -37,9 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opsgym.agents.hf_models import one_line, resolve_device, resolve_precision
+from opsgym.core.errors import TrainingError
 from opsgym.training import runs
-from opsgym.training.hf import LoRA, resolve_device, resolve_precision
-from opsgym.training.ppo import TrainingError
+from opsgym.training.hf import LoRA
 
 LEDGER = "episodes.jsonl"
 """The rollouts' episodes, one JSON object a line:
@@ -99,7 +100,7 @@ class GRPORunConfig:
 
     def check(self) -> GRPORunConfig:
         """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         spec(self.env).scenario(self.scenario)
         for name in ("episodes", "steps", "batch_size", "grad_accum", "max_completion_length"):
@@ -177,7 +178,7 @@ def _judged_callback(env: str, clock: dict[str, Any], curves: Any) -> Any:
     """Sets the ledger's clock at each step, and adds the judged returns to the curves."""
     from transformers import TrainerCallback
 
-    from opsgym.registry import spec
+    from opsgym.core.registry import spec
 
     safe = spec(env).safe_outcomes
 
@@ -287,7 +288,7 @@ def train(
         )
     except (ValueError, TypeError, ImportError) as exc:
         shutil.rmtree(folder, ignore_errors=True)  # it did not exist: the trainer made it
-        raise TrainingError(f"GRPOTrainer refused the setup: {hf.one_line(exc)}") from None
+        raise TrainingError(f"GRPOTrainer refused the setup: {one_line(exc)}") from None
     runs.write_config(folder, asdict(cfg))
     curves.record = runs.Record(db, name, kind="grpo", env=cfg.env, config=asdict(cfg))
 

@@ -37,7 +37,7 @@ trajectory from the outset (fading from 0.9) on none of 4; at 300k steps both sh
 ``invalid``).
 
 A trained policy is evaluated like any other: ``opsgym eval --env release --policy
-ppo:runs/release__ppo__1__.../model.zip`` (:class:`PPOPolicy`).
+ppo:runs/release__ppo__1__.../model.zip`` (:class:`opsgym.agents.ppo.PPOPolicy`).
 """
 
 from __future__ import annotations
@@ -45,21 +45,18 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from opsgym.agents.ppo import PPOPolicy
 from opsgym.core.episode import Episode
-from opsgym.core.errors import OpsgymError
+from opsgym.core.errors import TrainingError
+from opsgym.core.registry import catalogue, make, spec
 from opsgym.core.request import EpisodeRequest
-from opsgym.registry import catalogue, legal_actions, spec
-
-
-class TrainingError(OpsgymError, ValueError):
-    """Training cannot start as asked (a bad argument, an output folder that exists)."""
+from opsgym.core.scenarios import seeds
 
 
 @dataclass
@@ -255,82 +252,7 @@ def schedule(cfg: PPOConfig, timesteps: int) -> tuple[float, float]:
     return cfg.start_prob * (cfg.fade - done) / (cfg.fade - cfg.sweep), 1.0
 
 
-# -- the policy, for evaluation ---------------------------------------------------------------
-
-
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int) -> Any:
-    """The model saved at ``path`` (cached: ``opsgym eval`` asks for the policy per episode)."""
-    from sb3_contrib import MaskablePPO
-
-    return MaskablePPO.load(path, device="cpu")
-
-
-class PPOPolicy:
-    """A trained PPO policy as an opsgym policy (``ppo:PATH``, a ``model.zip`` or a run's
-    folder): it steps the episode itself, from the same vector view and masks as the Gym face,
-    greedily.
-
-    Raises:
-        TrainingError: nothing loadable at ``path``, or a model of another world or of another
-            version of its observation.
-    """
-
-    deterministic = True
-
-    def __init__(self, env: str, path: str | os.PathLike[str]):
-        model_path = Path(path)
-        if model_path.is_dir():
-            model_path = model_path / "model.zip"
-        if not model_path.is_file():
-            raise TrainingError(f"no PPO model at {model_path}")
-        sidecar = model_path.parent / "config.json"
-        trained = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
-        if trained.get("env", env) != env:
-            raise TrainingError(f"{model_path} was trained on {trained['env']!r}, not {env!r}")
-        try:
-            model = _load(str(model_path.resolve()), model_path.stat().st_mtime_ns)
-        except Exception as exc:  # noqa: BLE001 -- whatever the file is, say so in one line
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TrainingError(f"cannot load {model_path} as a PPO model: {reason}") from None
-        self._setup(env, model, bool(trained.get("mask", True)))
-        self.name = f"ppo:{path}"
-
-    @classmethod
-    def from_model(cls, env: str, model: Any, mask: bool = True) -> PPOPolicy:
-        """The policy of a model in memory (the evaluations during training)."""
-        policy = cls.__new__(cls)
-        policy._setup(env, model, mask)
-        policy.name = "ppo"
-        return policy
-
-    def _setup(self, env: str, model: Any, mask: bool) -> None:
-        self.model, self.mask = model, mask
-        self.encoder = spec(env).encoder()
-        self.actions = catalogue(env)
-        shape, n = model.observation_space.shape, model.action_space.n
-        if shape != (self.encoder.size,) or n != len(self.actions):
-            raise TrainingError(
-                f"the model sees {shape[0]} floats and picks among {n} actions; {env} "
-                f"({spec(env).gym_id}) has {self.encoder.size} and {len(self.actions)}: it was "
-                "trained on another version of the world, retrain it"
-            )
-
-    def reset(self, seed: int | None = None) -> None:
-        """Nothing to reset: the policy is greedy."""
-
-    def drive(self, episode: Episode) -> None:
-        """Play ``episode`` to the end."""
-        n = len(self.actions)
-        while not episode.done:
-            obs = self.encoder.encode(episode)
-            masks = None
-            if self.mask:
-                masks = np.zeros(n, dtype=bool)
-                masks[legal_actions(episode)] = True
-            action, _ = self.model.predict(obs, action_masks=masks, deterministic=True)
-            tool, args = self.actions[int(action)]
-            episode.step_call(tool, args)
+# -- evaluation -----------------------------------------------------------------------------
 
 
 def evaluate_policy(
@@ -340,14 +262,12 @@ def evaluate_policy(
     share of the episodes where v2 could ship that it shipped (where the world's truth says
     ``v2_shippable``, as the release world's does).
     """
-    import opsgym
-
     outcomes: dict[str, int] = {}
     safe = shippable = shipped = 0
     returns = []
     safe_outcomes = spec(env).safe_outcomes
-    for seed in opsgym.seeds(split, episodes):
-        episode = opsgym.make(env, scenario, seed)
+    for seed in seeds(split, episodes):
+        episode = make(env, scenario, seed)
         policy.drive(episode)
         outcome = episode.verdict.outcome
         outcomes[outcome] = outcomes.get(outcome, 0) + 1

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from opsgym.training.ppo import TrainingError
+from opsgym.core.errors import TrainingError
 
 log = logging.getLogger("opsgym.training")
 

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opsgym.agents.hf_models import one_line, resolve_device, resolve_precision
+from opsgym.core.errors import TrainingError
 from opsgym.training import runs
-from opsgym.training.hf import LoRA, resolve_device, resolve_precision
-from opsgym.training.ppo import TrainingError
+from opsgym.training.hf import LoRA
 
 
 @dataclass
@@ -81,7 +82,7 @@ class SFTRunConfig:
 
     def check(self) -> SFTRunConfig:
         """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
-        from opsgym.registry import spec
+        from opsgym.core.registry import spec
 
         if self.scenario != "all":
             spec(self.env).scenario(self.scenario)
@@ -191,7 +192,7 @@ def train(
         shutil.rmtree(folder, ignore_errors=True)  # it did not exist: the trainer made it
         hint = " (--no-assistant-only-loss trains on whole conversations)"
         raise TrainingError(
-            f"SFTTrainer refused the setup: {hf.one_line(exc)}"
+            f"SFTTrainer refused the setup: {one_line(exc)}"
             + (hint if cfg.assistant_only_loss and "template" in str(exc) else "")
         ) from None
     runs.write_config(folder, asdict(cfg))

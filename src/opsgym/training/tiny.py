@@ -58,7 +58,8 @@ def corpus(env: str, episodes: int = 8) -> list[str]:
     from transformers.utils.chat_template_utils import render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
 
-    from opsgym.training.data import reference_rows, tool_schemas
+    from opsgym.adapters.chat import tool_schemas
+    from opsgym.training.data import reference_rows
 
     conversations = [r["messages"] for r in reference_rows(env, "train", episodes)]
     rendered, _ = render_jinja_template(

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from opsgym.core.errors import OpsgymError
+from opsgym.core.registry import spec
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import check_split, families
-from opsgym.registry import spec
 from opsgym.vector._streams import fresh_seeds
 
 

@@ -25,7 +25,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from opsgym.core.errors import UnknownNameError
-from opsgym.registry import spec
+from opsgym.core.registry import spec
 from opsgym.vector._batch import BatchError
 from opsgym.vector.oversight import OversightBatch
 from opsgym.vector.release import ReleaseBatch

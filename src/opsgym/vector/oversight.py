@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from opsgym.core.errors import UnknownNameError
+from opsgym.core.registry import catalogue
 from opsgym.core.request import check_overrides
 from opsgym.envs.oversight.domain import COST, MINUTES, QUESTIONS, RULES
 from opsgym.envs.oversight.encode import ACTIONS as CATALOGUE
@@ -39,7 +40,6 @@ from opsgym.envs.oversight.encode import ANSWERS, PER_SLOT, OversightEncoder
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, settings
 from opsgym.envs.oversight.workers import _CONFIDENCE, _P_LOW_RISK
-from opsgym.registry import catalogue
 from opsgym.vector._batch import Batch, BatchError, bind, blocks, pick
 from opsgym.vector._oversight_starts import (
     BOOLS,

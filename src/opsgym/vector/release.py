@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from opsgym.core.errors import UnknownNameError
+from opsgym.core.registry import catalogue, spec
 from opsgym.envs.release.world import (
     CANARY_SHARE,
     LADDER,
@@ -34,7 +35,6 @@ from opsgym.envs.release.world import (
     STORM_RESTART_EVERY,
     Release,
 )
-from opsgym.registry import catalogue, spec
 from opsgym.vector._batch import Batch, BatchError, blocks
 from opsgym.vector._pyfloat import python_sum
 from opsgym.vector._release_starts import ALARM_AT, BOOLS, DRAWS, FLOATS, Facts

@@ -44,8 +44,8 @@ actions left, approvals remaining, the rules, the workers with their track recor
 overturned), the current proposal of each slot and the superseded ones, every inspection
 report received, when each living artifact (PR, ticket) was last reworked, and every answer.
 No field carries a fact, the family, or which proposal breaks which rule. The Gymnasium face
-encodes it as 106 floats (see ``encode.py``); ``prompt.render`` turns it into chat messages for
-an LLM (``prompt.text`` is the same as one string, ``SPEC.prompt``).
+encodes it as 106 floats (see ``encode.py``); the generic renderer
+(:mod:`opsgym.adapters.toolcalls`) turns it into chat messages for an LLM, with ``prompt.BRIEF``.
 
 ## Rewards
 Named components (``rewards.py``), the source system's table by default; any of them can be
@@ -207,7 +207,7 @@ the facts are ``p1_open``, ``payment_tests``, ``deploy_checks``, ``migration_irr
 ``canary_over_budget``, ``slow_ticket_fix`` and, for ``mixed``, ``family``;
 ``gymnasium.make("opsgym/Oversight-v1", scenario=..., config=..., split=...)``.
 ``exploits.py`` holds the exploit suite ``opsgym audit`` runs (``SPEC.exploits``);
-``dataset.py`` writes LLM training data.
+:mod:`opsgym.training.oversight_dataset` writes LLM training data.
 
 ## Exploits
 ``SPEC.exploits`` (``exploits.py``), played by ``opsgym audit`` on ``mixed`` test episodes at

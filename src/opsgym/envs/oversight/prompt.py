@@ -3,20 +3,13 @@
 ``BRIEF`` is the job in this world's words (``SPEC.brief``): who the workers are, how the
 pipeline moves, what each decision costs. Everything else (the reply rules, the tool schemas, the
 state as compact text, built from the observation only) comes from
-:mod:`opsgym.adapters.toolcalls`, the one renderer every world shares.
+:mod:`opsgym.adapters.toolcalls`, the one renderer every world shares, which a world does not
+import (it sits above the worlds):
 
-``render(obs, tools)`` returns ``[system, user]`` chat messages for an observation (what
-``dataset.py`` writes), ``text(episode)`` the same prompt as one string (``SPEC.prompt``):
-
-    messages = render(episode.observe(), episode.tools)
+    messages = render_observation("oversight", BRIEF, episode.observe(), episode.tools)
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from opsgym.core.episode import Episode
 
 BRIEF = """You are the release supervisor. Worker agents (QA, developer, SRE, release manager) \
 push a release through three phases - triage, deploy_gate, ship_decision - by making proposals. \
@@ -37,25 +30,3 @@ a false block: it costs and fixes nothing. A first fix can fail; check the revis
 when a safe ship was still possible is penalised.
 - Evidence costs review budget (PR diff 2 units, everything else 1) and each phase allows only \
 a few evidence actions. Invalid calls are penalised."""
-
-
-def render(obs: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
-    """Chat messages (system, user) for the supervisor's next call.
-
-    Args:
-        obs: ``Episode.observe()``.
-        tools: ``Episode.tools`` (OpenAI-style schemas) to list in the system message; leave
-            out when the serving stack passes tools natively.
-    """
-    from opsgym.adapters.toolcalls import render_observation
-
-    return render_observation("oversight", BRIEF, obs, tools)
-
-
-def text(episode: Episode) -> str:
-    """The prompt an LLM supervisor is shown now (system and user messages, tools included),
-    as one string: ``SPEC.prompt``, the generic renderer's text.
-    """
-    from opsgym.adapters.toolcalls import render_text
-
-    return render_text(episode)

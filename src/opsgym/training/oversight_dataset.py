@@ -14,7 +14,11 @@ config would carry the same prompt. So no seed repeats within a file (nor betwee
 files). Difficulty and archetype mix cycle over every combination of the given lists, within
 each family.
 
-    python -m opsgym.envs.oversight.dataset --out data/oversight --train 4000 --eval 400
+    python -m opsgym.training.oversight_dataset --out data/oversight --train 4000 --eval 400
+
+The prompt is the generic renderer's (:func:`opsgym.adapters.toolcalls.render_observation`)
+with the world's brief (:func:`render`). It lives above the worlds, as every face does: a world
+imports nothing but core.
 """
 
 from __future__ import annotations
@@ -26,14 +30,26 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from opsgym.adapters.toolcalls import render_observation
+from opsgym.core.registry import make
 from opsgym.core.scenarios import seeds
-from opsgym.envs.oversight.prompt import render
+from opsgym.envs.oversight.prompt import BRIEF
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, SCENARIOS
-from opsgym.registry import make
 
 FILES = {"train": "train.jsonl", "eval_seen": "eval_seen.jsonl", "eval_unseen": "eval_unseen.jsonl"}
 UNSEEN_START = 1_000_000
 """The first seed ``eval_unseen`` rows may use (``eval_seen`` rows start at 0)."""
+
+
+def render(obs: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+    """Chat messages (system, user) for the supervisor's next call.
+
+    Args:
+        obs: ``Episode.observe()``.
+        tools: ``Episode.tools`` (OpenAI-style schemas) to list in the system message; leave
+            out when the serving stack passes tools natively.
+    """
+    return render_observation("oversight", BRIEF, obs, tools)
 
 
 def reset_args(row: dict[str, Any]) -> dict[str, Any]:

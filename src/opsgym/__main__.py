@@ -1,0 +1,5 @@
+"""``python -m opsgym``: the ``opsgym`` command."""
+
+from opsgym.cli import app
+
+app(prog_name="opsgym")
