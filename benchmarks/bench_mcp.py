@@ -34,6 +34,8 @@ from opsgym.core.registry import specs
 
 clock = time.perf_counter
 ENV, TOOL, ARGS = "release", "inspect", {"target": "all"}
+MCP_TOOL = f"{ENV}_{TOOL}"
+"""The tool's MCP name (always ``<env>_<tool>``: see ``opsgym.adapters.mcp``)."""
 SCENARIOS = [s.name for s in specs()[ENV].scenarios]
 
 
@@ -89,7 +91,7 @@ async def _client_times(url: str, calls: int, mode: str) -> list[float]:
                 episode_id = json.loads(reply.content[0].text)["episode_id"]
                 started += 1
             t0 = clock()
-            reply = await client.call_tool(TOOL, {"episode_id": episode_id, **ARGS})
+            reply = await client.call_tool(MCP_TOOL, {"episode_id": episode_id, **ARGS})
             times.append(clock() - t0)
             if reply.is_error or len(reply.content) > 1:  # rejected, or the episode ended
                 episode_id = None
@@ -117,7 +119,7 @@ def in_process(calls: int) -> tuple[list[float], list[float]]:
             episode_id = json.loads(reply.content[0].text)["episode_id"]
             episode = opsgym.make(ENV, scenario, seed)
         t0 = clock()
-        face.call(TOOL, {"episode_id": episode_id, **ARGS})
+        face.call(MCP_TOOL, {"episode_id": episode_id, **ARGS})
         faced.append(clock() - t0)
         t0 = clock()
         episode.step(TOOL, dict(ARGS))

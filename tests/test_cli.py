@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,13 +11,18 @@ from pathlib import Path
 BIN = Path(sys.executable).with_name("opsgym")
 
 
+KEPT = ("PYTHONPATH", "OPSGYM_DB", "XDG_DATA_HOME")
+"""Passed on: the source under test (a worktree's), and the suite's temporary store."""
+
+
 def opsgym(*args: str) -> subprocess.CompletedProcess:
+    kept = {k: os.environ[k] for k in KEPT if k in os.environ}
     return subprocess.run(
         [str(BIN), *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **kept},
     )
 
 
@@ -68,11 +74,13 @@ def test_replay_of_a_tampered_record_shows_the_first_difference(tmp_path):
     assert "differs at step 2, field 'report'" in out.stdout and "forged" in out.stdout
 
 
-def test_unknown_names_exit_2_with_a_suggestion(tmp_path):
+def test_unknown_names_exit_2_with_a_suggestion_in_one_line_on_stderr(tmp_path):
     out = opsgym("run", "--env", "relase")
-    assert out.returncode == 2 and "Did you mean 'release'" in out.stdout
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: ") and "Did you mean 'release'" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     out = opsgym("replay", str(tmp_path / "missing.json"))
-    assert out.returncode == 2 and "cannot replay" in out.stdout
+    assert out.returncode == 2 and "cannot replay" in out.stderr
 
 
 def test_python_dash_m_opsgym_is_the_opsgym_command():
@@ -81,3 +89,13 @@ def test_python_dash_m_opsgym_is_the_opsgym_command():
     )
     assert done.returncode == 0, done.stderr
     assert "release" in done.stdout and "flapping_health" in done.stdout
+
+
+def test_every_command_fails_through_one_helper():
+    """One way to fail (``opsgym.command_errors``): no command writes its own error line."""
+    import re
+
+    src = Path(__file__).resolve().parents[1] / "src" / "opsgym"
+    pattern = re.compile(r"""echo\(f?["']error:|print\(f?["']\[[^]]*\]error:|Exit\((2|130)\)""")
+    for path in [src / "cli.py", src / "evaluation" / "cli.py", *src.glob("training/cli*.py")]:
+        assert not pattern.search(path.read_text()), path

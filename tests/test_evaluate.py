@@ -339,3 +339,39 @@ def test_a_small_fixed_evaluation_matches_its_golden_file(tmp_path):
     if os.environ.get("OPSGYM_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     _close(summary, json.loads(GOLDEN.read_text()))
+
+
+def test_eval_shows_a_slow_policys_latest_turn_and_outside_a_terminal_says_so_on_stderr(
+    monkeypatch, capsys
+):
+    import io
+    import logging
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from opsgym.evaluation import cli as eval_cli
+
+    monkeypatch.setattr(eval_cli, "QUIET_S", 0.0)
+    agents = logging.getLogger("opsgym.agents")
+    handlers, level = list(agents.handlers), agents.level
+    bar = Progress(console=Console(file=io.StringIO()))
+    with eval_cli._Heartbeat(bar, "release") as beat:
+        beat.live = False  # as under a pipe or in CI
+        stream = beat.progress(iter(["a", "b"]), 2)
+        next(stream)
+        logging.getLogger("opsgym.agents.hf").info("hf:m: release seed 9, turn 3")
+        assert list(stream) == ["b"]
+    err = capsys.readouterr().err
+    assert "release: 1/2 episodes; hf:m: release seed 9, turn 3" in err
+    assert "release: 2/2 episodes" in err
+    assert (agents.handlers, agents.level) == (handlers, level)
+    with eval_cli._Heartbeat(bar, "release") as beat:  # in a terminal: beside the bar
+        beat.live = True
+
+        def played():
+            logging.getLogger("opsgym.agents.hf").info("turn 1 [of 60]")  # no Rich markup
+            yield "a"
+
+        assert list(beat.progress(played(), 1)) == ["a"]
+        assert bar.tasks[-1].fields["status"] == "turn 1 [of 60]"

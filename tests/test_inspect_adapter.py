@@ -145,7 +145,7 @@ def test_inspect_finds_the_tasks_through_the_entry_point_in_a_fresh_process():
 # -- what the model meets -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("env", ["release", "oversight", "fleet"])
+@pytest.mark.parametrize("env", opsgym.list_envs())
 def test_the_model_is_shown_the_world_tools_as_their_models_define_them(env):
     seen: list = []
     run(face.episode_task(env, n=1, max_steps=1), by_step([], seen))
@@ -309,3 +309,33 @@ def test_samples_are_the_seeds_of_their_split():
     names = {f.name for f in spec("oversight").families()}
     assert {s.metadata["scenario"] for s in made} <= names
     assert json.loads(made[0].metadata["config"]) == {}
+
+
+def test_the_readmes_offline_recipe_runs_against_a_local_openai_compatible_server(monkeypatch):
+    """README: ``inspect eval opsgym/release --model openai-api/local/MODEL`` with
+    ``LOCAL_BASE_URL`` on this machine needs no download (tiktoken is never asked)."""
+    pytest.importorskip("openai", reason="Inspect's openai-api provider needs openai")
+    import tiktoken
+
+    from tests.test_llm_agent import Endpoint
+
+    def no_download(name: str) -> None:
+        raise AssertionError(f"the recipe asked tiktoken for {name!r}")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", no_download)
+    endpoint = Endpoint()
+    try:
+        monkeypatch.setenv("LOCAL_BASE_URL", endpoint.url)
+        monkeypatch.setenv("LOCAL_API_KEY", "none")
+        (log,) = inspect_eval(
+            "opsgym/release",
+            model="openai-api/local/any",
+            task_args={"n": 1, "max_steps": 3},
+            display="none",
+        )
+    finally:
+        endpoint.close()
+    assert log.status == "success", log.error
+    (sample,) = log.samples
+    assert sample.scores["verdict"].answer is not None
+    assert len(endpoint.requests) == 3  # one turn a step, each one a reply without a call

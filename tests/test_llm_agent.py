@@ -258,7 +258,7 @@ def test_unknown_tools_and_injected_instructions_never_run(endpoint):
         "complete",
     ]
     assert all("unknown tool" in e["rejected"] for e in ep.events[:2])
-    assert ep.events[2]["args"]["error"] == "no tool call" and ep.events[2]["rejected"]
+    assert ep.events[2]["args"]["error"] == ep.events[2]["rejected"] == "no tool call"
     assert turns(ep)[1]["calls"][1]["status"] == "skipped"
     assert turns(ep)[3]["calls"][1] == {
         "name": "rollback",

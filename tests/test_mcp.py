@@ -38,7 +38,7 @@ from opsgym.core.registry import catalogue, legal_actions, spec  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 """The spawned servers' working directory: ``python -m`` imports the source under test."""
-ENVS = ("release", "fleet", "oversight")
+ENVS = tuple(opsgym.list_envs())
 LIMIT_S = 60
 """No test here waits longer than this on the server."""
 
@@ -129,14 +129,58 @@ def test_every_world_tool_is_listed_with_its_own_schema_plus_an_episode_id(serve
     assert len(tools) == 3 + sum(len(spec(e).world.tools) for e in ENVS)
 
 
-def test_one_world_served_keeps_its_tools_own_names():
+def test_tool_names_are_prefixed_however_many_worlds_are_served():
+    """One scheme: ``--env release`` and the default (every world) name a tool alike."""
     face = OpsgymMCP(["release"])
     names = [t.name for t in face.tools]
-    assert names[3:] == list(spec("release").world.tools)
+    assert names[3:] == [f"release_{t}" for t in spec("release").world.tools]
+    assert set(names) <= {t.name for t in OpsgymMCP().tools}
+    with pytest.raises(MCPError, match="Did you mean 'release_deploy'"):
+        face.call("deploy", {"episode_id": "x"})
     start = face.tools[0].input_schema
     assert start["properties"]["env"]["default"] == "release"
     assert "env" not in start.get("required", [])
     assert "overrides" not in start["properties"]  # only a leak-test server may force facts
+
+
+def test_a_call_says_what_it_paid_and_whether_it_ended_the_episode():
+    """Structured content: the report, the reward the step paid, ``done``; the observation and
+    the verdict are JSON."""
+    face = OpsgymMCP(["release"])
+    ended = []
+    face.on_end = ended.append
+    started = face.call("start_episode", {"scenario": "deploy_timeout", "seed": 1})
+    episode_id = started.structured_content["episode_id"]
+    assert json.loads(started.content[0].text) == started.structured_content
+    _, calls = oracle_calls("release", "deploy_timeout", 1)
+    twin = opsgym.make("release", "deploy_timeout", 1)
+    for step, c in enumerate(calls, 1):
+        reply = face.call(f"release_{c['tool']}", {"episode_id": episode_id, **c["args"]})
+        expected = twin.step(c["tool"], c["args"])
+        assert reply.structured_content == {
+            "report": expected.report,
+            "rejected": expected.rejected,
+            "reward": expected.reward,
+            "done": expected.done,
+            "step": step,
+        }
+    assert reply.structured_content["done"] is True and ended == [face.episodes[episode_id]]
+    observed = face.call("observe_episode", {"episode_id": episode_id})
+    seen = json.loads(observed.content[0].text)
+    assert seen == observed.structured_content
+    assert seen == {"episode_id": episode_id, "done": True, "observation": twin.observe()}
+    verdict = face.call("read_verdict", {"episode_id": episode_id})
+    assert json.loads(verdict.content[0].text) == verdict.structured_content
+    assert verdict.structured_content["outcome"] == twin.verdict.outcome
+
+
+def test_a_rejected_call_is_a_tool_error_that_still_says_what_it_cost():
+    face = OpsgymMCP(["release"])
+    episode_id = face.call("start_episode", {"seed": 3}).structured_content["episode_id"]
+    reply = face.call("release_deploy", {"episode_id": episode_id})
+    rejected = face.episodes[episode_id].events[-1]["rejected"]
+    assert reply.is_error and reply.structured_content["rejected"] == rejected
+    assert reply.structured_content["reward"] < 0 and reply.structured_content["done"] is False
 
 
 # -- stdio: the command a client spawns --------------------------------------------------
@@ -158,7 +202,7 @@ def test_stdio_command_plays_an_episode_to_its_verdict(tmp_path):
         with (tmp_path / "server.err").open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 names = [t.name for t in (await client.list_tools()).tools]
-                assert "deploy" in names and "release_deploy" not in names
+                assert "release_deploy" in names and "deploy" not in names
                 episode_id, first = await start(
                     client, env="release", scenario="deploy_timeout", seed=1
                 )
@@ -166,7 +210,9 @@ def test_stdio_command_plays_an_episode_to_its_verdict(tmp_path):
                 texts, error = await call(client, "read_verdict", episode_id=episode_id)
                 assert error and "still running" in texts[0]
                 for i, c in enumerate(calls):
-                    texts, error = await call(client, c["tool"], episode_id=episode_id, **c["args"])
+                    texts, error = await call(
+                        client, f"release_{c['tool']}", episode_id=episode_id, **c["args"]
+                    )
                     expected = twin.step(c["tool"], c["args"])
                     assert texts[0] == result_text(expected)
                     assert error is (expected.rejected is not None)
@@ -176,7 +222,7 @@ def test_stdio_command_plays_an_episode_to_its_verdict(tmp_path):
                 verdict = json.loads(texts[0])
                 assert verdict["outcome"] == direct.verdict.outcome == "deployed_verified"
                 assert verdict["failed"] == [] and verdict["steps"] == len(calls)
-                texts, error = await call(client, "stage", episode_id=episode_id)
+                texts, error = await call(client, "release_stage", episode_id=episode_id)
                 assert error and "is over" in texts[0]
 
     run(session)
@@ -204,7 +250,7 @@ def test_http_answers_every_call_as_the_plain_episode_does(served, mode):
                     )
                     assert texts[0] == result_text(twin.step(c["tool"], c["args"]))
                 (observed,), _ = await call(client, "observe_episode", episode_id=episode_id)
-                assert observed == render_text(twin)
+                assert json.loads(observed)["observation"] == twin.observe()
                 (text,), error = await call(client, "read_verdict", episode_id=episode_id)
                 assert not error
                 assert json.loads(text)["outcome"] == direct.verdict.outcome
@@ -274,7 +320,7 @@ def test_two_concurrent_clients_play_isolated_episodes(served):
                 seen[key].append(text)
                 await anyio.sleep(0)
             (text,), _ = await call(client, "observe_episode", episode_id=episode_id)
-            seen[key].append(text)
+            seen[key].append(json.loads(text)["observation"])
 
     async def both() -> None:
         async with anyio.create_task_group() as group:
@@ -285,7 +331,7 @@ def test_two_concurrent_clients_play_isolated_episodes(served):
     assert ids["a"] != ids["b"]
     for key, plan in plans.items():
         twin = opsgym.make("release", "deploy_timeout", 5)
-        expected = [result_text(twin.step(tool)) for tool in plan] + [render_text(twin)]
+        expected = [result_text(twin.step(tool)) for tool in plan] + [twin.observe()]
         assert seen[key] == expected
         assert [e["tool"] for e in face.episodes[ids[key]].events] == plan
     assert seen["a"] != seen["b"]
@@ -335,6 +381,12 @@ def _draw(episode: opsgym.Episode, avoid: set[str], rng: np.random.Generator) ->
     return name, raw
 
 
+def _without_reward(answer: str) -> str:
+    reply = json.loads(answer)
+    reply["structured_content"].pop("reward")
+    return json.dumps(reply)
+
+
 async def _lockstep(
     client: Client, face: OpsgymMCP, env: str, fact: str, info: dict, seed: int, avoid: set[str]
 ) -> tuple[int, str | None]:
@@ -365,8 +417,9 @@ async def _lockstep(
             ]:
                 reply = await client.call_tool(tool, arguments)
                 answers.append(reply.model_dump_json().replace(episode_id, "ID"))
-        if first.done:  # the verdict is the truth's to tell once the episode is over
+        if first.done:  # the verdict and the last reward are the truth's to tell at the end
             del answers[5], answers[2]
+            answers[0], answers[2] = (_without_reward(a) for a in (answers[0], answers[2]))
         half = len(answers) // 2
         assert answers[:half] == answers[half:], f"{fact}={values}: step {step}, {name}({args})"
         if first.done:
@@ -386,7 +439,7 @@ def test_no_mcp_response_depends_on_a_forced_fact_until_a_revealing_tool(served,
     """
     face, url = served
     tools = spec(env).world.tools
-    enders = {name for name, tool in tools.items() if tool.terminal}
+    enders = {spec(env).terminal} if spec(env).terminal else set()
 
     async def session() -> None:
         async with Client(url) as client:
@@ -453,7 +506,9 @@ def test_http_command_serves_on_a_free_port_and_stops():
         async def session() -> list[str]:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
                 episode_id, _ = await start(client, seed=4)
-                texts, _ = await call(client, "inspect_ticket", episode_id=episode_id, slot=0)
+                texts, _ = await call(
+                    client, "oversight_inspect_ticket", episode_id=episode_id, slot=0
+                )
                 return texts
 
         twin = opsgym.make("oversight", None, 4)

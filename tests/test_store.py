@@ -601,3 +601,25 @@ def test_bad_or_unreachable_url_is_a_one_line_error(url: str, named: str) -> Non
     assert "\n" not in message and "s3cret" not in message
     assert named in message, message
     assert message.startswith("Cannot open store")
+
+
+def test_no_test_reaches_the_users_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's guard (``tests/conftest.py``): the default store is a temporary file, and
+    ``opsgym eval`` without ``--db`` writes there while the user's own store stays as it was."""
+    from typer.testing import CliRunner
+
+    from opsgym.cli import app
+    from tests.conftest import USERS_STORES, _snapshot
+
+    default = Path(resolve(None).database)
+    assert default not in USERS_STORES and default.is_relative_to(tmp_path.parent)
+    monkeypatch.delenv(ENV_VAR)  # the platformdirs default itself is redirected too
+    assert Path(resolve(None).database).is_relative_to(tmp_path.parent)
+    before = _snapshot(USERS_STORES)
+    result = CliRunner().invoke(
+        app, ["eval", "--env", "release", "--policy", "oracle", "--episodes", "1", "--name", "x"]
+    )
+    assert result.exit_code == 0, result.output
+    with open_store() as store:
+        assert [e["evaluation"] for e in store.episodes(evaluation="x")] == ["x"]
+    assert _snapshot(USERS_STORES) == before

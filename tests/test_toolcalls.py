@@ -353,7 +353,7 @@ def _lockstep(env, scenario, fact, values, seed, turns):
     episodes = [opsgym.make(env, scenario, seed, overrides={fact: v}) for v in values]
     info = opsgym.hidden_facts(env, scenario)[fact]
     avoid = frozenset(info["revealed_by"])
-    enders = {n for n, t in specs()[env].world.tools.items() if t.terminal}
+    enders = {specs()[env].terminal} if specs()[env].terminal else set()
     rng = np.random.default_rng([seed, zlib.crc32(f"{scenario}/{fact}".encode())])
     first = [tc.render_text(ep) for ep in episodes]
     assert all(p == first[0] for p in first), f"{fact}: the first prompt differs"
@@ -438,3 +438,16 @@ def test_a_reply_of_nested_brackets_is_a_rejected_turn_not_a_crash(reply):
     tc.run_turn(ep, parsed, tc.count_tokens(reply))
     assert ep.steps >= 1 and all(e["rejected"] for e in ep.events)
     assert opsgym.replay(json.loads(json.dumps(ep.record()))).match
+
+
+def test_a_reply_without_a_call_is_recorded_and_shown_as_no_call_not_an_unknown_tool():
+    ep = opsgym.make("release", "nominal", 3)
+    out = tc.run_turn(ep, tc.parse_reply("I think we should wait."), 5)
+    event = ep.events[-1]
+    assert event["tool"] is None and event["rejected"] == "no tool call"
+    assert event["report"] == {"error": "no tool call"}
+    assert "None" not in tc.state_text(ep.observe())
+    assert out.results == [("(no call)", json.dumps({"rejected": "the reply made no tool call"}))]
+    nameless = tc.run_turn(ep, tc.parse_reply('{"arguments": {}}'), 5)
+    assert nameless.calls[0]["status"] == "rejected"
+    assert ep.events[-1]["rejected"] == "the call has no tool name"

@@ -401,7 +401,10 @@ def test_bad_input_is_a_one_line_error(kind, work, sft_run):
 
 
 def test_eval_of_a_model_that_cannot_be_loaded_is_a_one_line_error(work):
-    result = invoke("eval", "--env", ENV, "--policy", f"hf:{work / 'nothing'}", "--episodes", 1)
+    result = invoke(
+        "eval", "--env", ENV, "--policy", f"hf:{work / 'nothing'}", "--episodes", 1,
+        "--db", work / "nothing.sqlite",
+    )  # fmt: skip
     assert result.exit_code == 2 and "cannot load model" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
@@ -438,5 +441,28 @@ def test_ctrl_c_leaves_a_usable_model_and_a_run_marked_interrupted(work, db, mon
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sft, "train", interrupted)
-    result = invoke("train", "sft", "--model", "tiny", "--out", work)
+    result = invoke("train", "sft", "--model", "tiny", "--out", work, "--db", db)
     assert result.exit_code == 130 and "interrupted" in result.output
+
+
+def test_a_local_model_writes_256_tokens_a_turn_by_default_and_logs_each_turn(
+    sft_run, monkeypatch, caplog
+):
+    """The default generation length fits three of the longest reference calls with room (an
+    untrained model writes every token it may, so 512 made each episode minutes long), and each
+    turn is logged for ``opsgym eval``'s progress line."""
+    import logging
+
+    from opsgym.agents import play
+    from opsgym.agents.hf import MAX_NEW_TOKENS, HFPolicy, HFSettings
+
+    monkeypatch.delenv("OPSGYM_HF_MAX_NEW_TOKENS")
+    monkeypatch.setenv("OPSGYM_HF_MAX_DECISIONS", "2")
+    assert HFSettings.from_environment().max_new_tokens is None
+    policy = HFPolicy(ENV, str(sft_run))
+    assert policy.max_new_tokens == MAX_NEW_TOKENS == 256
+    with caplog.at_level(logging.INFO, logger="opsgym.agents.hf"):
+        episode = play(opsgym.make(ENV, "mixed", 9), policy)
+    assert episode.transcript[0]["settings"]["max_new_tokens"] == 256
+    turns = [r.getMessage() for r in caplog.records if "turn" in r.getMessage()]
+    assert len(turns) == 2 and "seed 9, turn 1 of at most 2" in turns[0]

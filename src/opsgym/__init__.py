@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium
 
-from opsgym.core import VERSION
+from opsgym.core import VERSION, registry
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
 from opsgym.core.judge import Verdict
@@ -50,12 +50,31 @@ def run(
     return play(episode, get_policy(env, policy))
 
 
+def refresh_envs() -> list[str]:
+    """Discover the worlds again, the package's and the ``opsgym.envs`` entry points', and
+    bring the Gymnasium ids in line (a world gone since loses its id); return their names.
+
+    Discovery runs once, at import: call this after installing or removing a world's package
+    in a running process.
+    """
+    registry.refresh()
+    _register_gym_ids()
+    return list_envs()
+
+
+_GYM_ENTRY_POINT = "opsgym.adapters.gym:OpsEnv"
+
+
 def _register_gym_ids() -> None:
-    for s in specs().values():
+    found = specs()
+    for gym_id, registered in list(gymnasium.registry.items()):
+        if registered.entry_point == _GYM_ENTRY_POINT and registered.kwargs["env"] not in found:
+            del gymnasium.registry[gym_id]
+    for s in found.values():
         if s.gym_id not in gymnasium.registry:
             gymnasium.register(
                 id=s.gym_id,
-                entry_point="opsgym.adapters.gym:OpsEnv",
+                entry_point=_GYM_ENTRY_POINT,
                 kwargs={"env": s.name},
                 max_episode_steps=s.max_steps,
             )
@@ -72,6 +91,7 @@ __all__ = [
     "hidden_facts",
     "list_envs",
     "make",
+    "refresh_envs",
     "replay",
     "run",
     "scenarios",

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 import opsgym
+from opsgym.command_errors import fail, need_extra
 from opsgym.core.episode import jsonable
 from opsgym.core.errors import OpsgymError
 from opsgym.core.registry import specs
@@ -28,11 +29,6 @@ console = Console()
 def _short(value: Any, width: int = 90) -> str:
     text = json.dumps(value, sort_keys=True, separators=(", ", ": "))
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(2)
 
 
 @app.command("list")
@@ -80,7 +76,7 @@ def run(
         else:
             episode = opsgym.run(env, scenario, seed, policy)
     except OpsgymError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     record = episode.record()
     if not quiet:
         _print_timeline(record)
@@ -146,7 +142,7 @@ def replay(
         record = json.loads(path.read_text())
         result = opsgym.replay(record)
     except (OSError, json.JSONDecodeError, OpsgymError) as exc:
-        _fail(f"cannot replay {path}: {exc}")
+        fail(f"cannot replay {path}: {exc}")
     for label in result.labels:
         console.print(f"[yellow]made with {label}[/]")
     if result.match:
@@ -186,7 +182,7 @@ def audit(
     try:
         report = run_audit(env, episodes=episodes, jobs=jobs)
     except OpsgymError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     table = Table("world", "section", "check", "measured", "bound", "ok", title="opsgym audit")
     last: tuple[str, str] = ("", "")
     for world, section, check in report.rows():
@@ -243,13 +239,11 @@ def _register_mcp() -> None:
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] not in {"mcp", "mcp_types", "uvicorn", "starlette"}:
                 raise
-            typer.echo(f"error: {exc}; install the extra: pip install 'opsgym[mcp]'", err=True)
-            raise typer.Exit(2) from None
+            need_extra(exc, "mcp")
         try:
             serve(env, transport=transport, host=host, port=port)
         except OpsgymError as exc:
-            typer.echo(f"error: {exc}", err=True)  # stdout is the stdio transport's
-            raise typer.Exit(2) from None
+            fail(str(exc))
 
 
 _register_mcp()
@@ -307,7 +301,7 @@ def _register_serve() -> None:
                 "starlette",
             }:
                 raise
-            _fail(f"{exc}; install the extra: pip install 'opsgym[server]'")
+            need_extra(exc, "server")
         given = {"host": host, "port": port, "db": db, "token": token, "max_sessions": max_sessions}
         if env is not None:
             given["default_env"] = env
@@ -319,14 +313,14 @@ def _register_serve() -> None:
             if env is not None:
                 opsgym.core.registry.spec(env)
         except ValidationError as exc:
-            _fail(
+            fail(
                 "; ".join(
                     f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
                     for e in exc.errors()
                 )
             )
         except OpsgymError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         shown = "127.0.0.1" if host == "localhost" else host
         typer.echo(
             f"opsgym {opsgym.__version__} serving on http://{shown}:{settings.port}  "
@@ -336,6 +330,36 @@ def _register_serve() -> None:
 
 
 _register_serve()
+
+
+@app.command("openenv-yaml")
+def openenv_yaml(
+    out: Annotated[Path, typer.Option(help="The manifest to write.")] = Path("openenv.yaml"),
+    check: Annotated[
+        bool, typer.Option(help="Write nothing; exit 1 if OUT is not what the code would write.")
+    ] = False,
+    plugins: Annotated[
+        bool, typer.Option(help="Describe the installed plugin worlds too (opsgym.envs group).")
+    ] = False,
+) -> None:
+    """Write OpenEnv's manifest of the server (openenv.yaml) from the worlds' specs."""
+    try:
+        from opsgym.server.manifest import render
+    except ModuleNotFoundError as exc:
+        need_extra(exc, "server")
+    worlds = specs() if plugins else opsgym.core.registry.package_specs()
+    text = render(worlds.values())
+    if check:
+        if not out.is_file() or out.read_text() != text:
+            console.print(
+                f"[red]stale[/]: {out} is not what the code would write; run "
+                f"`opsgym openenv-yaml --out {out}`"
+            )
+            raise typer.Exit(1)
+        console.print(f"{out} is up to date ({len(worlds)} worlds)")
+        return
+    out.write_text(text)
+    console.print(f"wrote {out} ({len(worlds)} worlds: {', '.join(worlds)})")
 
 
 def _register_train() -> None:

@@ -78,7 +78,7 @@ def _no_proxy_env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("env", ["release", "fleet", "oversight"])
+@pytest.mark.parametrize("env", opsgym.list_envs())
 def test_generic_env_client_plays_the_oracles_episode(serve, generic_client, env: str) -> None:
     """OpenEnv's client resets, steps through the oracle's calls to the end, and reads the state;
     the server judges the episode as the oracle's own run was judged.
@@ -219,6 +219,52 @@ def test_openenv_validate_url_passes_every_criterion(serve, openenv_cli) -> None
     assert report["mode"] == "simulation"  # /reset, /step and /state all served
 
 
+TOKEN = "operator-token-0123456789"
+
+
+def _with_token(url: str, token: str = TOKEN) -> str:
+    """``url`` with the token as HTTP Basic's password (user ``opsgym``), as README says."""
+    return url.replace("http://", f"http://opsgym:{token}@")
+
+
+def test_the_stock_client_carries_the_token_in_the_url(serve, generic_client) -> None:
+    """A token-protected server: ``GenericEnvClient`` unchanged, given
+    ``http://opsgym:TOKEN@host:port``, plays an episode (its WebSocket handshake sends the URL's
+    credentials as HTTP Basic); without them, or with a wrong one, the handshake is refused.
+    """
+    live = serve(token=TOKEN)
+    with generic_client(base_url=_with_token(live.url)).sync() as client:
+        result = client.reset(env="release", scenario="nominal", seed=SEED)
+        assert result.observation["step"] == 0
+        result = client.step({"tool": "stage", "args": {}})
+        assert result.observation["step"] == 1
+        assert client.state()["step_count"] == 1
+    for url in (live.url, _with_token(live.url, "wrong-token-0123456789")):
+        with pytest.raises(ConnectionError, match="HTTP (401|403)"):
+            with generic_client(base_url=url).sync() as client:
+                client.reset(env="release", seed=SEED)
+
+
+def test_openenv_validate_url_passes_with_the_token_in_the_url(serve, openenv_cli) -> None:
+    """``openenv validate --url http://opsgym:TOKEN@...`` passes on a token-protected server
+    (without the credentials it fails 5 of its 6 criteria: every route but /health wants them).
+    """
+    live = serve(token=TOKEN)
+    proc = subprocess.run(
+        [*openenv_cli, "validate", "--url", _with_token(live.url), "--timeout", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_no_proxy_env(),
+    )
+    out = proc.stdout
+    report = json.loads(out[out.index("{") :])
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert not failed, json.dumps(failed, indent=2)
+    assert report["passed"] is True and proc.returncode == 0, proc.stderr[-3000:]
+    assert {c["id"] for c in report["criteria"]} >= VALIDATOR_CRITERIA
+
+
 def test_manifest_describes_the_server(serve) -> None:
     """``openenv.yaml`` says what the code does: name, app, port, routes, worlds, scenarios."""
     yaml = pytest.importorskip("yaml")
@@ -247,8 +293,7 @@ def test_manifest_describes_the_server(serve) -> None:
     assert set(manifest["protocol"]["reset"]) <= _reset_fields(live)
 
     envs = manifest["environments"]
-    assert list(envs) == ["release", "fleet", "oversight"]
-    assert set(envs) == set(opsgym.list_envs())
+    assert list(envs) == list(opsgym.core.registry.package_specs())  # plugins are not its own
     for name, entry in envs.items():
         spec = opsgym.core.registry.spec(name)
         assert entry["gym_id"] == spec.gym_id, name

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import opsgym
+from opsgym.adapters.mcp import OpsgymMCP
 from opsgym.core.registry import spec
 from opsgym.server.sessions import call_tokens
 from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shared
@@ -18,6 +19,7 @@ from tests.server.wire import (  # noqa: F401 -- shared_server: the fixture shar
     create,
     shared_server,
     stored,
+    stored_as,
     verdict_of,
     wait_until,
 )
@@ -413,25 +415,36 @@ def test_state_schema_metadata_and_health_describe_the_server(live):
     assert live.client.get("/health").json() == {"status": "healthy"}
 
 
-def test_mcp_lists_the_tools_and_calls_one_on_a_fresh_episode(live):
+def test_mcp_is_the_mcp_face_over_plain_json_rpc(live):
+    """OpenEnv's ``POST /mcp``: no handshake, HTTP 200 always; the catalogue, the validation
+    and the results are ``opsgym mcp``'s own, and an episode a call ends is saved."""
+
     def rpc(body):
         reply = live.client.post("/mcp", json=body)
         assert reply.status_code == 200
         return reply.json()
 
-    listed = rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"env": "fleet"}})
-    assert [t["name"] for t in listed["result"]["tools"]] == list(spec("fleet").world.tools)
-    called = rpc(
-        {
-            "jsonrpc": "2.0",
-            "id": "a",
-            "method": "tools/call",
-            "params": {"name": "stage", "arguments": {}, "seed": 2},
-        }
-    )
-    assert called["id"] == "a" and called["result"]["isError"] is False
-    rejected = rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fly"}})
-    assert rejected["result"]["isError"] is True
+    def tool(name, rid=1, **arguments):
+        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call"}
+        return rpc({**body, "params": {"name": name, "arguments": arguments}})
+
+    listed = rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert [t["name"] for t in listed["result"]["tools"]] == [t.name for t in OpsgymMCP().tools]
+    started = tool("start_episode", env="release", scenario="deploy_timeout", seed=1)
+    episode_id = started["result"]["structuredContent"]["episode_id"]
+    twin = opsgym.make("release", "deploy_timeout", 1)
+    for c in alone("release", "deploy_timeout", 1).record()["calls"]:
+        called = tool(f"release_{c['tool']}", "a", episode_id=episode_id, **c["args"])
+        expected = twin.step(c["tool"], c["args"])
+        assert called["id"] == "a" and called["result"]["isError"] is False
+        assert called["result"]["structuredContent"]["reward"] == expected.reward
+    assert called["result"]["structuredContent"]["done"] is True
+    assert len(stored_as(live, twin)) == 1
+    verdict = tool("read_verdict", episode_id=episode_id)["result"]["structuredContent"]
+    assert verdict["outcome"] == twin.verdict.outcome
+    refused = tool("release_deploy", episode_id="release-000000000000")["result"]
+    assert refused["isError"] is True and "unknown episode_id" in refused["content"][0]["text"]
+    assert tool("fly")["error"]["code"] == -32602  # an unknown tool: a protocol error, as MCP asks
     assert rpc({"jsonrpc": "2.0", "id": 3, "method": "dance"})["error"]["code"] == -32601
     assert rpc({"id": 4, "method": "tools/list"})["error"]["code"] == -32600
     raw = live.client.post("/mcp", content=b"{nope")

@@ -14,6 +14,7 @@ from websockets.exceptions import InvalidStatus
 
 from opsgym.server import ServerSettings
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
+    KNOWN,
     act,
     alone,
     ask,
@@ -209,12 +210,12 @@ def test_a_record_that_cannot_be_replayed_is_a_422_not_a_server_error(shared):
 # -- 404: the reply says what exists ----------------------------------------------------------
 
 NOT_FOUND = [
-    ("POST", "/api/sessions", {"env": "nowhere"}, "Known: fleet, oversight, release"),
+    ("POST", "/api/sessions", {"env": "nowhere"}, KNOWN),
     ("POST", "/api/sessions", {"env": "release", "scenario": "sunny"}, "nominal"),
     ("POST", "/api/sessions", {"env": "oversight", "config": {"mood": 1}}, "Known: archetype_mix"),
-    ("POST", "/reset", {"env": "nowhere"}, "Known: fleet, oversight, release"),
-    ("GET", "/api/envs/nowhere", None, "Known: fleet, oversight, release"),
-    ("GET", "/api/envs/nowhere/tasks", None, "Known: fleet, oversight, release"),
+    ("POST", "/reset", {"env": "nowhere"}, KNOWN),
+    ("GET", "/api/envs/nowhere", None, KNOWN),
+    ("GET", "/api/envs/nowhere/tasks", None, KNOWN),
     ("GET", "/api/sessions/nope", None, "GET /api/sessions lists them"),
     ("DELETE", "/api/sessions/nope", None, "no open session 'nope'"),
     ("GET", "/api/sessions/nope/record", None, "GET /api/sessions lists them"),

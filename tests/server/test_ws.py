@@ -15,6 +15,7 @@ import opsgym
 from opsgym.core.registry import spec
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     ENVS,
+    KNOWN,
     act,
     alone,
     as_served,
@@ -180,7 +181,7 @@ def test_a_malformed_message_gets_its_openenv_error_code_and_costs_nothing(
 @pytest.mark.parametrize(
     ("data", "named"),
     [
-        ({"env": "nowhere"}, "Known: fleet, oversight, release"),
+        ({"env": "nowhere"}, KNOWN),
         ({"env": "release", "scenario": "sunny"}, "nominal"),
         ({"env": "release", "seed": 1, "split": "test"}, "'train' split"),
         ({"env": "oversight", "config": {"mood": 1}}, "Known: archetype_mix, difficulty"),

@@ -18,7 +18,9 @@ import opsgym
 from opsgym.server.sessions import call_tokens
 from tests.server.conftest import Live, running
 
-ENVS = ("release", "fleet", "oversight")
+ENVS = tuple(opsgym.list_envs())
+KNOWN = f"Known: {', '.join(ENVS)}."
+"""How the error for an unknown world ends: every registered name."""
 WAIT_S = 30.0
 """Longest wait for anything the server does in the background (a reap, a close)."""
 

@@ -1,26 +1,37 @@
 """The MCP face: the worlds' tools served to any MCP client, over stdio or streamable HTTP.
 
 ``opsgym mcp [--env E ...] [--transport stdio|http] [--host H] [--port N]`` (extra ``mcp``,
-the official SDK's v2 line). A client sees:
+the official SDK's v2 line). The server's ``POST /mcp`` (OpenEnv's plain JSON-RPC route) answers
+``tools/list`` and ``tools/call`` from this same face: one catalogue, one validation, one result
+shape. A client sees:
 
 ``start_episode(env, scenario, seed, config)``
     Starts an episode; returns its id and the first observation (the prompt
     :func:`~opsgym.adapters.toolcalls.render_text` renders).
-every world tool, e.g. ``deploy(episode_id, ...)``
+every world tool, ``<env>_<tool>(episode_id, ...)``, e.g. ``release_deploy``
     Its own arguments (the JSON schema generated from its pydantic model) plus an explicit
-    ``episode_id``. Returns :func:`~opsgym.adapters.toolcalls.result_text`: what the tool
-    reported, or why the call was rejected; never the reward, never the truth. A rejected call
-    is recorded and costs ``invalid``, as through every other face, and comes back as an MCP
-    tool error (``isError``). A second text block says when the call ended the episode.
+    ``episode_id``. The text is :func:`~opsgym.adapters.toolcalls.result_text`: what the tool
+    reported, or why the call was rejected; never the truth. The structured content is
+    ``{"report", "rejected", "reward", "done", "step"}``: the same report, the reward the step
+    paid (under the default ``reward_timing="end"`` nothing computed from hidden facts is paid
+    before the last step) and whether the episode is over. A rejected call is recorded and costs
+    ``invalid``, as through every other face, and comes back as an MCP tool error
+    (``isError``). A second text block says when the call ended the episode.
 ``observe_episode(episode_id)``
-    The episode's prompt now (read-only; a step is not taken).
+    The episode's observation now, as JSON (``{"episode_id", "done", "observation"}``, in the
+    text and as structured content); read-only, a step is not taken.
 ``read_verdict(episode_id)``
-    The judge's verdict, only once the episode is over; refused, with the reason, while it runs.
+    The judge's verdict as JSON, only once the episode is over; refused, with the reason, while
+    it runs.
 
-Tool names: one world served (``--env release``) keeps its tools' own names, the ones every
-other face shows; several worlds (the default serves all) prefix them with the world,
-``release_deploy``, ``fleet_wait``. Underscores rather than dots: MCP allows ``release.deploy``,
-but the OpenAI and Anthropic function-name rules that MCP hosts map tools onto do not.
+Tool names are always ``<env>_<tool>``, whichever worlds a server serves (``--env release`` too),
+so a client written against one server works against any other. Neither alternative holds:
+bare names collide as soon as two worlds share one (any plug-in world may bring a ``wait`` or a
+``complete``), and one tool per name with an ``env`` argument would need a union of the worlds'
+argument schemas, which no host can validate. The episode id already fixes the world; the
+prefix only keeps the names apart. Underscores rather than dots: MCP allows ``release.deploy``,
+but the OpenAI and Anthropic function-name rules that MCP hosts map tools onto do not. An
+unprefixed name is refused with the prefixed one suggested.
 
 Sessions: each episode lives in this server under a random id (``release-3f9c0a1be2d4``),
 which is the only handle to it, so clients sharing a server cannot reach each other's
@@ -37,6 +48,7 @@ that to the model under test.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import secrets
 import sys
@@ -54,7 +66,7 @@ from starlette.applications import Starlette
 
 from opsgym.adapters.toolcalls import render_text, result_text
 from opsgym.core import VERSION
-from opsgym.core.episode import Episode
+from opsgym.core.episode import Episode, jsonable
 from opsgym.core.errors import EpisodeDoneError, OpsgymError, UnknownNameError
 from opsgym.core.registry import make, spec, specs
 from opsgym.core.tools import Args, Tool
@@ -106,8 +118,14 @@ class EpisodeRef(Args):
     episode_id: str = Field(description=EPISODE_ID["description"])
 
 
-def _text(*blocks: str, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=b) for b in blocks], is_error=error)
+def _text(
+    *blocks: str, error: bool = False, structured: dict[str, Any] | None = None
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=b) for b in blocks],
+        structured_content=structured,
+        is_error=error,
+    )
 
 
 def _dumps(value: Any) -> str:
@@ -127,6 +145,7 @@ class OpsgymMCP:
         allow_overrides: Let ``start_episode`` force hidden facts (``overrides``). For leak
             tests only: an agent that may force the truth knows it. The command line never
             sets it.
+        on_end: Called with each episode a call ends (the server saves it to its store).
     """
 
     def __init__(
@@ -135,6 +154,7 @@ class OpsgymMCP:
         *,
         max_episodes: int = MAX_EPISODES,
         allow_overrides: bool = False,
+        on_end: Callable[[Episode], None] | None = None,
     ):
         names = list(dict.fromkeys(envs or specs()))
         for name in names:
@@ -144,11 +164,12 @@ class OpsgymMCP:
         self.envs = names
         self.max_episodes = max_episodes
         self.episodes: OrderedDict[str, Episode] = OrderedDict()
+        self.on_end = on_end
         start_args = ForcedStartArgs if allow_overrides else StartArgs
         self._start = Tool("start_episode", self._describe_start(), start_args)
         self._observe = Tool(
             "observe_episode",
-            "The episode's state now, as the agent is shown it (takes no step).",
+            "The episode's observation now, as JSON: what the agent is shown (takes no step).",
             EpisodeRef,
         )
         self._verdict = Tool(
@@ -163,8 +184,12 @@ class OpsgymMCP:
             self._add(tool.name, tool.description, tool.parameters, handler, read_only=True)
         for env in names:
             for tool in spec(env).world.tools.values():
-                name = tool.name if len(names) == 1 else f"{env}_{tool.name}"
-                self._add(name, tool.description, _with_episode_id(tool), self._stepper(env, tool))
+                self._add(
+                    tool_name(env, tool.name),
+                    tool.description,
+                    _with_episode_id(tool),
+                    self._stepper(env, tool),
+                )
 
     # -- the tool list -------------------------------------------------------------------
 
@@ -211,11 +236,42 @@ class OpsgymMCP:
         """Answer one ``tools/call``; an unknown tool name raises :class:`MCPError`."""
         handler = self._routes.get(name)
         if handler is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}; tools/list names them.")
+            raise MCPError(types.INVALID_PARAMS, self._unknown(name))
         try:
             return handler(dict(arguments or {}))
         except _Refusal as refusal:
             return _text(str(refusal), error=True)
+
+    def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC request answered without an MCP session, as the wire's ``result``.
+
+        For a route that speaks plain JSON-RPC with no handshake (the server's ``POST /mcp``, as
+        OpenEnv defines it): ``tools/list``, ``tools/call`` and ``ping``. Raises
+        :class:`MCPError` (``METHOD_NOT_FOUND``, ``INVALID_PARAMS``) as the SDK would.
+        """
+        if method == "tools/list":
+            return {"tools": [_wire(tool) for tool in self.tools]}
+        if method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments")
+            if not isinstance(name, str) or not isinstance(arguments, dict | None):
+                raise MCPError(
+                    types.INVALID_PARAMS,
+                    "tools/call needs params.name (a string) and params.arguments (an object)",
+                )
+            return _wire(self.call(name, arguments))
+        if method == "ping":
+            return {}
+        raise MCPError(
+            types.METHOD_NOT_FOUND, f"Method not found: {method!r} (tools/list, tools/call, ping)"
+        )
+
+    def _unknown(self, name: Any) -> str:
+        prefixed = [tool_name(env, str(name)) for env in self.envs]
+        close = [n for n in prefixed if n in self._routes] or difflib.get_close_matches(
+            str(name), list(self._routes), n=1
+        )
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"Unknown tool {name!r}; tools/list names them (<env>_<tool>).{hint}"
 
     def start(self, arguments: dict[str, Any]) -> types.CallToolResult:
         """``start_episode``: make the episode, keep it under a fresh id, show it."""
@@ -246,11 +302,18 @@ class OpsgymMCP:
             "scenario": episode.scenario.name,
             "seed": parsed.seed,
         }
-        return _text(_dumps(header), render_text(episode))
+        return _text(_dumps(header), render_text(episode), structured=header)
 
     def observe(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        """``observe_episode``: the prompt now."""
-        return _text(render_text(self._episode(self._episode_id(self._observe, arguments))))
+        """``observe_episode``: the observation now, as JSON."""
+        episode_id = self._episode_id(self._observe, arguments)
+        episode = self._episode(episode_id)
+        seen = {
+            "episode_id": episode_id,
+            "done": episode.done,
+            "observation": jsonable(episode.observe()),
+        }
+        return _text(_dumps(seen), structured=seen)
 
     def verdict(self, arguments: dict[str, Any]) -> types.CallToolResult:
         """``read_verdict``: the judge's verdict, once the episode is over."""
@@ -264,7 +327,8 @@ class OpsgymMCP:
             )
         verdict = episode.verdict.to_dict()
         verdict.update(episode_id=episode_id, failed=episode.verdict.failed, steps=episode.steps)
-        return _text(_dumps(verdict))
+        verdict = jsonable(verdict)
+        return _text(_dumps(verdict), structured=verdict)
 
     def _stepper(self, env: str, tool: Tool) -> Callable[[dict[str, Any]], types.CallToolResult]:
         def step(arguments: dict[str, Any]) -> types.CallToolResult:
@@ -276,8 +340,17 @@ class OpsgymMCP:
                 raise _Refusal(
                     f"episode {episode_id} is over: read_verdict tells how it was judged."
                 ) from None
+            if result.done and self.on_end is not None:
+                self.on_end(episode)
             blocks = (result_text(result), ENDED) if result.done else (result_text(result),)
-            return _text(*blocks, error=result.rejected is not None)
+            paid = {
+                "report": jsonable(result.report),
+                "rejected": result.rejected,
+                "reward": result.reward,
+                "done": result.done,
+                "step": episode.steps,
+            }
+            return _text(*blocks, error=result.rejected is not None, structured=paid)
 
         return step
 
@@ -328,6 +401,16 @@ class OpsgymMCP:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
         )
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    """An SDK model as MCP's JSON (camelCase, nothing unset)."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def tool_name(env: str, tool: str) -> str:
+    """The MCP name of a world's tool: ``release_deploy`` (see the module docstring)."""
+    return f"{env}_{tool}"
 
 
 def _with_episode_id(tool: Tool) -> dict[str, Any]:

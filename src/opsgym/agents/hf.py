@@ -34,11 +34,18 @@ tokens are charged.
 
 **Settings** come from the environment, as the policy is named by a string:
 ``OPSGYM_HF_DEVICE`` (``auto``: a GPU if there is one), ``OPSGYM_HF_PRECISION`` (``auto``: bf16
-on a GPU that has it, else fp32), ``OPSGYM_HF_MAX_NEW_TOKENS`` (512) and
+on a GPU that has it, else fp32), ``OPSGYM_HF_MAX_NEW_TOKENS`` (256, or 1024 for a model trained
+to think: the longest reference call of any world is about 100 characters, so three calls fit in
+256 tokens with room; a model that has not learnt to stop, as the untrained ``tiny`` one, writes
+every token it may, each turn) and
 ``OPSGYM_HF_MAX_DECISIONS`` (turns per episode; default the episode's step budget, which every
 turn spends at least one step of, so it ends first). An episode whose conversation no longer
 fits the model's context, or whose turns run out, is left unfinished and the transcript says
 why. A loaded model is kept for the process (the harness asks for the policy once per episode).
+
+**Progress.** Loading the model and each turn are logged (logger ``opsgym.agents.hf``, level
+``INFO``): ``opsgym eval`` shows the latest on its progress bar, as a slow model may take
+minutes an episode.
 
 **Record.** ``Episode.transcript`` holds a ``setup`` entry (policy, mode, model, settings, the
 tool schemas) and per turn the prompt's length in tokens and, for free generation, the reply,
@@ -50,8 +57,10 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import os
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -73,6 +82,13 @@ ENV_PRECISION = "OPSGYM_HF_PRECISION"
 ENV_MAX_NEW_TOKENS = "OPSGYM_HF_MAX_NEW_TOKENS"
 ENV_MAX_DECISIONS = "OPSGYM_HF_MAX_DECISIONS"
 
+MAX_NEW_TOKENS = 256
+"""Most tokens of one reply by default (see the module docstring)."""
+MAX_NEW_TOKENS_THINKING = 1024
+"""The same, for a model whose ``opsgym.json`` says it was trained to think."""
+
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class HFSettings:
@@ -82,8 +98,9 @@ class HFSettings:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
     precision: str = "auto"
     """``auto``, ``fp32``, ``bf16`` or ``fp16``."""
-    max_new_tokens: int = 512
-    """Most tokens of one reply (free generation)."""
+    max_new_tokens: int | None = None
+    """Most tokens of one reply (free generation); ``None``: :data:`MAX_NEW_TOKENS`, or
+    :data:`MAX_NEW_TOKENS_THINKING` for a model trained to think."""
     max_decisions: int | None = None
     """Turns per episode (``None``: the episode's step budget)."""
     score_batch: int = 16
@@ -92,6 +109,7 @@ class HFSettings:
     @classmethod
     def from_environment(cls) -> HFSettings:
         """The settings the environment variables give."""
+
         def number(name: str, default: int | None) -> int | None:
             raw = os.environ.get(name)
             if raw is None or raw == "":
@@ -107,7 +125,7 @@ class HFSettings:
         return cls(
             device=os.environ.get(ENV_DEVICE, "auto"),
             precision=os.environ.get(ENV_PRECISION, "auto"),
-            max_new_tokens=number(ENV_MAX_NEW_TOKENS, 512) or 512,
+            max_new_tokens=number(ENV_MAX_NEW_TOKENS, None),
             max_decisions=number(ENV_MAX_DECISIONS, None),
         )
 
@@ -146,12 +164,18 @@ class HFPolicy:
         self.env = spec(env).name
         self.path = path
         self.constrained = constrained
-        self.settings = settings or HFSettings.from_environment()
+        s = settings or HFSettings.from_environment()
         self.name = f"{CONSTRAINED if constrained else FREE}:{path}"
-        s = self.settings
+        loading = time.monotonic()
+        log.info("%s: loading the model (%s, %s)", self.name, s.device, s.precision)
         self.model, self.tokenizer, self.meta = _loaded(path, self.env, s.device, s.precision)
+        log.info("%s: loaded in %.1f s", self.name, time.monotonic() - loading)
+        thinking = bool(self.meta.get("thinking", False))
+        default = MAX_NEW_TOKENS_THINKING if thinking else MAX_NEW_TOKENS
+        self.max_new_tokens: int = s.max_new_tokens or default
+        self.settings = replace(s, max_new_tokens=self.max_new_tokens)
         self.schemas = tool_schemas(self.env)
-        self.template_kwargs = {"enable_thinking": bool(self.meta.get("thinking", False))}
+        self.template_kwargs = {"enable_thinking": thinking}
         self.eos = set(_eos_ids(self.model, self.tokenizer))
 
     def reset(self, seed: int | None = None) -> None:
@@ -210,7 +234,7 @@ class HFPolicy:
                 break
             text = self._render(messages, generation=True)
             ids = self._ids(text)
-            if context is not None and len(ids) + s.max_new_tokens > context:
+            if context is not None and len(ids) + self.max_new_tokens > context:
                 episode.transcript.append(
                     {
                         "kind": "stop",
@@ -229,10 +253,22 @@ class HFPolicy:
             episode.transcript.append(entry)
             if episode.steps == 0:
                 episode.token_source = "tokenizer"
+            started = time.monotonic()
             if self.constrained:
                 self._constrained_turn(episode, messages, text, ids, entry)
             else:
                 self._free_turn(episode, messages, ids, entry)
+            log.info(
+                "%s: %s seed %d, turn %d of at most %d, step %d: %d tokens in %.1f s",
+                self.name,
+                episode.env,
+                episode.seed,
+                turn,
+                turns,
+                episode.steps,
+                entry["tokens"]["charged"],
+                time.monotonic() - started,
+            )
         return episode
 
     def _free_turn(
@@ -246,7 +282,7 @@ class HFPolicy:
             out = self.model.generate(
                 inputs,
                 attention_mask=torch.ones_like(inputs),
-                max_new_tokens=self.settings.max_new_tokens,
+                max_new_tokens=self.max_new_tokens,
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
             )

@@ -112,7 +112,7 @@ def leak_test(
     """
     found = ScenarioLeaks(scenario.name)
     encoder = spec.encoder()
-    enders = {name for name, t in spec.world.tools.items() if t.terminal}
+    enders = {spec.terminal} if spec.terminal else set()
     for fact, info in scenario.hidden_facts().items():
         if len(info["values"]) < 2:
             continue

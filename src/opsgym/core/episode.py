@@ -351,8 +351,9 @@ class Episode:
         that built the episode named its method).
 
         Never raises for bad input from the agent: an unknown tool, malformed arguments or an
-        unmet precondition make a rejected step. Raises :class:`EpisodeDoneError` only when the
-        episode is over.
+        unmet precondition make a rejected step. ``tool=None`` is how a face records a reply
+        that called no tool: the step is rejected with ``args["error"]`` as its reason (``"no
+        tool call"`` if absent). Raises :class:`EpisodeDoneError` only when the episode is over.
         """
         if self.done:
             raise EpisodeDoneError(
@@ -372,6 +373,10 @@ class Episode:
             reason = f"arguments nested deeper than {MAX_DEPTH} levels"
             return self._run(name, raw, None, None, reason, tokens)
         spec = self.world.tools.get(name) if isinstance(name, str) else None
+        if spec is None and name is None:  # a face's step for a reply that called no tool
+            why = raw.get("error") if isinstance(raw, dict) else None
+            reason = why if isinstance(why, str) and why else "no tool call"
+            return self._run(name, raw, None, None, reason, tokens)
         if spec is None:
             close = difflib.get_close_matches(str(name), list(self.world.tools), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

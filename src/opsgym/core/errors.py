@@ -79,5 +79,12 @@ class ModelError(TrainingError):
     """A model or tokenizer that cannot be loaded, or a device or precision it cannot run at."""
 
 
+class SpecError(OpsgymError, ValueError):
+    """An :class:`~opsgym.core.spec.EnvSpec` that cannot be registered as written: two terminal
+    tools, a malformed route, a name another world holds. The message names the world and the
+    part that is wrong.
+    """
+
+
 class ConfigError(OpsgymError, ValueError):
     """A config value out of range or of the wrong type (the message names the key)."""

@@ -1,7 +1,18 @@
 """Discovery of environments, and the functions of the public API that build episodes.
 
-An environment is a subpackage of ``opsgym.envs`` that defines ``SPEC`` (an
-:class:`~opsgym.core.spec.EnvSpec`). Adding one needs no change anywhere else.
+A world is found in one of two places, and adding one needs no change anywhere else:
+
+* a subpackage of ``opsgym.envs`` that defines ``SPEC`` (an :class:`~opsgym.core.spec.EnvSpec`);
+* an entry point of the group :data:`ENTRY_POINTS` in an installed distribution, naming a module
+  that defines ``SPEC`` or the ``EnvSpec`` itself, as Gymnasium loads plugin environments::
+
+      [project.entry-points."opsgym.envs"]
+      flag = "opsgym_flag"            # or "opsgym_flag.spec:SPEC"
+
+A plugin that cannot be loaded, is not an ``EnvSpec`` or takes a name already held (the
+package's own worlds come first) is skipped with a warning, so that one broken package does not
+break ``import opsgym``. Discovery runs once; :func:`refresh` runs it again (a test that installs
+a plugin, a notebook after ``pip install``).
 
 The registry is core, and core imports no world: the worlds' package is found by its name
 (:data:`WORLDS`) when the registry is first asked, as Gymnasium loads an ``entry_point``
@@ -11,8 +22,12 @@ string, so no static import points up from core (the layers contract in ``pyproj
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
+import warnings
+from collections.abc import Iterator
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 from opsgym.core.episode import Episode
@@ -25,18 +40,75 @@ from opsgym.core.tools import Args, Tool
 WORLDS = "opsgym.envs"
 """The package whose subpackages are the worlds."""
 
+ENTRY_POINTS = "opsgym.envs"
+"""The entry-point group through which installed packages add worlds."""
+
 
 @cache
 def specs() -> dict[str, EnvSpec]:
-    """Every registered environment, by name."""
+    """Every registered environment, by name (sorted): the package's, then the plugins'."""
+    found = {spec.name: spec for spec in _package_worlds()}
+    for where, spec in _plugin_worlds():
+        if spec.name in found:
+            warnings.warn(
+                f"opsgym world plugin {where} is skipped: the name {spec.name!r} is taken",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            continue
+        found[spec.name] = spec
+    return dict(sorted(found.items()))
+
+
+def package_specs() -> dict[str, EnvSpec]:
+    """The worlds of the opsgym package itself, by name (no plugin): what ``openenv.yaml``
+    describes.
+    """
+    return {spec.name: spec for spec in _package_worlds()}
+
+
+def refresh() -> dict[str, EnvSpec]:
+    """Discover the worlds again (plugins installed or removed since) and return them.
+
+    Gymnasium ids follow with :func:`opsgym.refresh_envs`, which calls this.
+    """
+    specs.cache_clear()
+    catalogue.cache_clear()
+    return specs()
+
+
+def _package_worlds() -> Iterator[EnvSpec]:
     worlds = importlib.import_module(WORLDS)
-    found: dict[str, EnvSpec] = {}
     for info in sorted(pkgutil.iter_modules(worlds.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{WORLDS}.{info.name}")
-        spec = getattr(module, "SPEC", None)
+        spec = getattr(importlib.import_module(f"{WORLDS}.{info.name}"), "SPEC", None)
         if isinstance(spec, EnvSpec):
-            found[spec.name] = spec
-    return found
+            yield spec
+
+
+def _plugin_worlds() -> Iterator[tuple[str, EnvSpec]]:
+    """``(where, spec)`` of each loadable ``opsgym.envs`` entry point, by entry-point name."""
+    found = importlib.metadata.entry_points(group=ENTRY_POINTS)
+    for point in sorted(found, key=lambda p: (p.name, p.value)):
+        where = f"{point.name} = {point.value!r}"
+        try:
+            loaded = point.load()
+        except Exception as exc:  # a broken plugin must not break every other world
+            warnings.warn(
+                f"opsgym world plugin {where} could not be loaded: {exc!r}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            continue
+        spec = getattr(loaded, "SPEC", None) if isinstance(loaded, ModuleType) else loaded
+        if not isinstance(spec, EnvSpec):
+            warnings.warn(
+                f"opsgym world plugin {where} is skipped: it names neither an EnvSpec nor a "
+                f"module defining SPEC, got {type(loaded).__name__}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            continue
+        yield where, spec
 
 
 def spec(env: str) -> EnvSpec:

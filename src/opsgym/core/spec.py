@@ -1,7 +1,13 @@
-"""EnvSpec: everything the adapters need to know about one environment."""
+"""EnvSpec: everything a world is, and all that the layers above may know of it.
+
+The faces, the server, the CLI and the audit read a world only through its spec: its tools (on
+``world``), scenarios, judge, rewards, encoder, config model, curriculum, manual, terminal tool
+and its own HTTP routes. None of them imports a world's package or probes it for attributes.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
@@ -9,13 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from opsgym.core.errors import ConfigError, OpsgymError, UnknownNameError
+from opsgym.core.errors import ConfigError, OpsgymError, SpecError, UnknownNameError
 from opsgym.core.exploits import Exploit, RewardCheck
 from opsgym.core.judge import Judge
 from opsgym.core.scenarios import Scenario
 from opsgym.core.world import World
 
 if TYPE_CHECKING:
+    from opsgym.core.curriculum import Curriculum
     from opsgym.core.episode import Episode
 
 
@@ -66,6 +73,47 @@ class WorldConfig(BaseModel):
             raise cls.error(f"config {where}: {err['msg']}, got {err['input']!r}") from None
 
 
+ROUTE_METHODS = ("GET", "POST")
+_ROUTE_PATH = re.compile(r"(/[a-z0-9][a-z0-9_-]*)+")
+
+
+@dataclass(frozen=True)
+class Route:
+    """An HTTP route of one world's own, declared as data: the world imports no web framework.
+
+    The server mounts it at ``/api/envs/{world}{path}``: the body is validated with ``body``
+    (a 422 naming the field when it does not fit), the handler's return value is the JSON
+    answer, and an :class:`~opsgym.core.errors.UnknownNameError` it raises is a 404, any other
+    :class:`~opsgym.core.errors.OpsgymError` or ``ValueError`` a 422. The handler's docstring
+    is the route's documentation.
+
+    Attributes:
+        method: ``"GET"`` or ``"POST"``.
+        path: Below the world's prefix, e.g. ``"/compose"`` (lower case, ``-`` and ``_``).
+        handler: ``handler(body) -> JSON value`` (``handler()`` for a route without a body).
+        body: The pydantic model of the request body (``extra="forbid"``); ``None`` for none.
+            A ``GET`` takes none.
+    """
+
+    method: str
+    path: str
+    handler: Callable[..., Any]
+    body: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in ROUTE_METHODS:
+            raise SpecError(f"route method must be one of {ROUTE_METHODS}, got {self.method!r}")
+        if not _ROUTE_PATH.fullmatch(self.path):
+            raise SpecError(f"route path must look like '/compose', got {self.path!r}")
+        if self.method == "GET" and self.body is not None:
+            raise SpecError(f"GET {self.path} cannot take a body ({self.body.__name__})")
+
+    @property
+    def name(self) -> str:
+        """The handler's name (the route's name in the server's OpenAPI document)."""
+        return self.handler.__name__
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """How to build and judge one environment.
@@ -96,6 +144,16 @@ class EnvSpec:
             :func:`opsgym.adapters.toolcalls.render_text`, which the faces apply (core imports
             no face).
         config: The model of the world's public settings (:class:`WorldConfig`).
+        manual: The world's documentation, in Markdown (by convention its package's docstring:
+            ``manual=__doc__``); its first line is its :attr:`summary`.
+        curriculum: ``curriculum() -> Curriculum``, for a world with levels: a fresh adaptive
+            curriculum whose ``config`` feeds an episode request (the server keeps one per
+            world); ``None`` for a world without levels.
+        routes: HTTP routes of the world's own (:class:`Route`), which the server mounts
+            under ``/api/envs/{name}``.
+        terminal: The tool that asks the judge to end the episode (the one marked
+            ``@tool(terminal=True)``), or ``None`` when only the world ends it; derived from
+            ``world``'s tools, never set.
     """
 
     name: str
@@ -115,6 +173,27 @@ class EnvSpec:
     brief: str = ""
     prompt: Callable[[Episode], str] | None = None
     config: type[WorldConfig] = WorldConfig
+    manual: str = ""
+    curriculum: Callable[[], Curriculum] | None = None
+    routes: tuple[Route, ...] = ()
+    terminal: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        enders = [name for name, t in self.world.tools.items() if t.terminal]
+        if len(enders) > 1:
+            raise SpecError(f"{self.name}: one terminal tool at most, got {enders}")
+        object.__setattr__(self, "terminal", enders[0] if enders else None)
+        seen = set()
+        for route in self.routes:
+            if (route.method, route.path) in seen:
+                raise SpecError(f"{self.name}: two routes {route.method} {route.path}")
+            seen.add((route.method, route.path))
+
+    @property
+    def summary(self) -> str:
+        """The first line of the manual: what the world is, in one sentence."""
+        manual = self.manual.strip()
+        return manual.splitlines()[0] if manual else ""
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name: an episode in a pickle refers to its registered environment.

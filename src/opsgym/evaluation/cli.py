@@ -3,24 +3,96 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from types import TracebackType
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
+from opsgym.command_errors import fail
 from opsgym.core.errors import OpsgymError
 
 # Outside a terminal (CI, a pipe) Rich would wrap tables at 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
-def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(2)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+"""Progress lines outside a terminal go to stderr, beside the results on stdout."""
+
+QUIET_S = 10.0
+"""Outside a terminal, a progress line (on stderr) at most this often."""
+
+
+class _Heartbeat(logging.Handler):
+    """What ``opsgym eval`` shows while it plays: episodes done, and the latest turn.
+
+    Slow policies (a local model: minutes an episode) log each turn under ``opsgym.agents``
+    at ``INFO``; the latest message is shown beside the bar. Outside a terminal Rich draws no
+    bar, so a plain line goes to stderr instead, at most every :data:`QUIET_S` seconds: a fast
+    evaluation prints none, a slow one shows it is alive.
+    """
+
+    def __init__(self, bar: Progress, env: str):
+        super().__init__(logging.INFO)
+        self.bar, self.env = bar, env
+        self.job: TaskID | None = None
+        self.done = self.total = 0
+        self.last = time.monotonic()
+        self.live = console.is_terminal
+        self.logger = logging.getLogger("opsgym.agents")
+        self.level = self.logger.level
+
+    def __enter__(self) -> _Heartbeat:
+        self.logger.addHandler(self)
+        if not self.logger.isEnabledFor(logging.INFO):
+            self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level)
+
+    def progress(self, stream: Iterable[Any], total: int) -> Iterator[Any]:
+        """Wrap the harness's stream of finished episodes."""
+        self.total = total
+        self.job = self.bar.add_task(self.env, total=total, status="")
+        for item in stream:
+            self.done += 1
+            self.bar.advance(self.job)
+            self._say("")
+            yield item
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Show a policy's message (the latest turn)."""
+        self._say(record.getMessage())
+
+    def _say(self, status: str) -> None:
+        if self.live:
+            if self.job is not None and status:
+                self.bar.update(self.job, status=status)
+            return
+        now = time.monotonic()
+        if now - self.last >= QUIET_S:
+            self.last = now
+            line = f"{self.env}: {self.done}/{self.total} episodes"
+            text = line + (f"; {status}" if status else "")
+            errors.print(text, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def eval_command(
@@ -69,7 +141,7 @@ def eval_command(
             _print_verification(result)
             raise typer.Exit(result.exit_code)
         if env is None:
-            _fail("--env is required (see `opsgym list`).")
+            fail("--env is required (see `opsgym list`).")
         # Bad input fails here, in one line, before a progress bar or a store is opened.
         check(
             EvalConfig(
@@ -77,21 +149,18 @@ def eval_command(
             )
         )
         open_store(db).close()
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
-
-            def progress(stream, total):
-                job = bar.add_task(f"{env}", total=total)
-                for item in stream:
-                    bar.advance(job)
-                    yield item
-
+        with (
+            Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[status]}", style="dim", markup=False),
+                console=console,
+                transient=True,
+            ) as bar,
+            _Heartbeat(bar, env) as beat,
+        ):
             result = evaluate(
                 env,
                 policy or [],
@@ -104,10 +173,10 @@ def eval_command(
                 db=db,
                 name=name,
                 out=out,
-                progress=progress,
+                progress=beat.progress,
             )
     except OpsgymError as exc:
-        _fail(str(exc).splitlines()[0])
+        fail(str(exc))
     console.print(table(result))
     console.print(costs_table(result))
     lies = lies_table(result)

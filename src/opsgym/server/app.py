@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
-from opsgym.server import api, training
+from opsgym.server import api, training, worlds
 from opsgym.server.guard import Guard
 from opsgym.server.openenv import JSON, OpenEnvFace, errors
 from opsgym.server.sessions import (
@@ -41,6 +41,7 @@ from opsgym.server.sessions import (
 )
 from opsgym.server.settings import ServerSettings
 from opsgym.server.supervisor import Supervisor
+from opsgym.server.timeline import Timelines
 from opsgym.store.errors import NotFoundError
 
 log = logging.getLogger("opsgym.server")
@@ -154,8 +155,10 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
     )
     _handlers(app)
     app.include_router(face.router())
-    app.include_router(api.router(manager, settings, jobs))
+    app.state.timelines = Timelines()
+    app.include_router(api.router(manager, settings, jobs, app.state.timelines))
     app.include_router(training.router(supervisor, settings))
+    app.include_router(worlds.router(app.router.routes))
     app.state.training = supervisor
     app.add_middleware(
         Guard,

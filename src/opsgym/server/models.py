@@ -183,20 +183,9 @@ class GradeRequest(Strict):
     record: dict[str, Any] = Field(description="What `opsgym run --out` or GET .../record wrote.")
 
 
-class ComposeParams(Strict):
-    """The task parameters a fleet challenge may override (``opsgym.envs.fleet.tasks.compose``)."""
+class TimelineRequest(Strict):
+    """POST /api/timeline: a record's timeline by replay, a window of its steps."""
 
-    presence: float | None = Field(None, gt=0, le=1, description="Share of seeds with each fault.")
-    max_steps: int | None = Field(None, ge=1, le=10_000, description="The step budget.")
-    gated: bool | None = Field(None, description="Strict phase gating.")
-    harsh: bool | None = Field(None, description="Decoys, wrapped logs, irreversible mistakes.")
-    coalition: bool | None = Field(None, description="Coordination sub-goals.")
-    slo_minutes: float | None = Field(None, gt=0, description="Lost training a pass may cost.")
-
-
-class ComposeRequest(Strict):
-    """POST /api/envs/fleet/compose: a challenge made of faults, in order."""
-
-    faults: list[str] = Field(min_length=1, max_length=6)
-    name: str | None = Field(None, max_length=128)
-    params: ComposeParams = Field(default_factory=ComposeParams)
+    record: dict[str, Any] = Field(description="What `opsgym run --out` or GET .../record wrote.")
+    start: int = Field(0, ge=0, le=2**31, description="Steps to skip (0: from the first).")
+    limit: int = Field(50, ge=1, le=1000, description="Most steps to show.")

@@ -13,8 +13,17 @@ ends an episode also carries its ``verdict``.
 
 As in OpenEnv's server, ``POST /reset`` and ``POST /step`` are stateless (a fresh episode per
 request; ``/api/sessions`` is the stateful REST face) and ``GET /state`` is a fresh episode's;
-``/schema``, ``/metadata`` and ``/health`` describe the server; ``POST /mcp`` answers JSON-RPC
-``tools/list`` and a stateless ``tools/call``.
+``/schema``, ``/metadata`` and ``/health`` describe the server.
+
+``POST /mcp`` is OpenEnv's MCP route: plain JSON-RPC 2.0, one request per POST, no ``initialize``
+handshake, always HTTP 200 (errors are JSON-RPC errors; ``openenv validate`` checks that much).
+The SDK's streamable-HTTP app cannot stand there (it wants the handshake and its ``Accept``
+header), so the route only frames: ``tools/list``, ``tools/call`` and ``ping`` are answered by
+:class:`opsgym.adapters.mcp.OpsgymMCP`, the face ``opsgym mcp`` serves, with its catalogue
+(``start_episode``, ``<env>_<tool>``, ``observe_episode``, ``read_verdict``), its validation
+and its results. The HTTP requests are stateless; the episodes are held by the face under the
+``episode_id`` ``start_episode`` returns (the newest ``MAX_EPISODES``), and one a call ends is
+saved to the store.
 
 The observation is ``Episode.observe()``: the agent's view, never the truth. The ``State`` holds
 the label, the step count and the budget left, nothing hidden.
@@ -129,6 +138,7 @@ class OpenEnvFace:
         self.manager = manager
         self.settings = settings
         self.reset_model = ForcedResetData if settings.allow_overrides else ResetData
+        self._mcp: Any = None
 
     def _reset_session(self, session: Session | None, data: dict[str, Any], ws: Any) -> Session:
         parsed = self.reset_model.model_validate(data)
@@ -277,6 +287,16 @@ class OpenEnvFace:
 
     # -- stateless HTTP, as OpenEnv's simulation mode ----------------------------------------
 
+    def mcp_face(self) -> Any:
+        """The MCP face behind ``POST /mcp``, made on first use (it needs the ``mcp`` extra)."""
+        if self._mcp is None:
+            from opsgym.adapters.mcp import OpsgymMCP
+
+            self._mcp = OpsgymMCP(
+                allow_overrides=self.settings.allow_overrides, on_end=self.keep_if_ended
+            )
+        return self._mcp
+
     def fresh_episode(self, env: str | None, scenario: str | None, seed: int | None) -> Episode:
         """A throwaway episode for a stateless request."""
         return EpisodeRequest(
@@ -355,7 +375,7 @@ class OpenEnvFace:
 
         @router.post("/mcp", tags=["OpenEnv"])
         async def mcp(request: Request) -> JSON:
-            """JSON-RPC 2.0: ``tools/list``, and ``tools/call`` on a fresh episode."""
+            """JSON-RPC 2.0 without a session: ``tools/list``, ``tools/call``, ``ping``."""
             return JSON(face.jsonrpc(await request.body()))
 
         return router
@@ -378,35 +398,19 @@ class OpenEnvFace:
         params = request.get("params") or {}
         if not isinstance(params, dict):
             return _rpc_error(rid, -32602, "params must be an object")
-        method = request["method"]
-        env = params.get("env") or self.settings.default_env
         try:
-            if method == "tools/list":
-                tools = [
-                    {
-                        "name": t["function"]["name"],
-                        "description": t["function"]["description"],
-                        "inputSchema": t["function"]["parameters"],
-                    }
-                    for t in tools_of(env)
-                ]
-                return {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}}
-            if method == "tools/call":
-                name, arguments = params.get("name"), params.get("arguments") or {}
-                if not isinstance(name, str) or not isinstance(arguments, dict):
-                    return _rpc_error(rid, -32602, "tools/call needs name (str), arguments (dict)")
-                seed = params.get("seed")
-                if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-                    return _rpc_error(rid, -32602, "seed must be an integer")
-                ep = self.fresh_episode(env, params.get("scenario"), seed)
-                result = ep.step(name, arguments, tokens=call_tokens(name, arguments))
-                self.keep_if_ended(ep)
-                content = [{"type": "text", "text": dumps(result.report).decode()}]
-                payload = {"content": content, "isError": result.rejected is not None}
-                return {"jsonrpc": "2.0", "id": rid, "result": payload}
-        except (OpsgymError, ValueError, TypeError) as exc:
-            return _rpc_error(rid, -32602, str(exc))
-        return _rpc_error(rid, -32601, f"Method not found: {method!r} (tools/list, tools/call)")
+            face = self.mcp_face()
+        except ImportError as exc:
+            return _rpc_error(
+                rid, -32603, f"MCP needs the mcp extra: pip install 'opsgym[mcp]' ({exc})"
+            )
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            result = face.answer(request["method"], params)
+        except MCPError as exc:
+            return _rpc_error(rid, exc.error.code, exc.error.message)
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
 async def _close_quietly(ws: WebSocket) -> None:
@@ -421,4 +425,3 @@ async def _close_quietly(ws: WebSocket) -> None:
 
 def _rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
-

@@ -16,7 +16,6 @@ never reaches the store.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import queue
@@ -513,9 +512,7 @@ class SessionManager:
             ValueError: the world has no curriculum.
         """
         if env not in self.curricula:
-            factory = getattr(
-                importlib.import_module(f"opsgym.envs.{spec(env).name}"), "curriculum", None
-            )
+            factory = spec(env).curriculum
             if factory is None:
                 raise ValueError(f"the {env} world has no curriculum (only levelled worlds do)")
             self.curricula[env] = factory()

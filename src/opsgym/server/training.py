@@ -53,6 +53,7 @@ from pydantic import BaseModel, Field, create_model
 from opsgym.agents.base import RUN_NAME, resolve_run
 from opsgym.core.errors import PolicyRefusedError, UnknownNameError
 from opsgym.server import artifacts
+from opsgym.server import responses as R
 from opsgym.server.api import Conflict
 from opsgym.server.openenv import JSON
 from opsgym.server.supervisor import ACTIVE, Supervisor
@@ -172,7 +173,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     # -- kinds and jobs -------------------------------------------------------------------
 
-    @api.get("")
+    @api.get("", response_model=R.TrainingKinds)
     def kinds() -> JSON:
         """The trainers this server has (installed or not), each config's JSON Schema, caps."""
         return JSON(
@@ -194,7 +195,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             }
         )
 
-    @api.post("/jobs", status_code=status.HTTP_202_ACCEPTED)
+    @api.post("/jobs", status_code=status.HTTP_202_ACCEPTED, response_model=R.TrainingJob)
     def start(body: JobStart) -> JSON:
         """Start a training job (one at a time: 409 names the live one); follow it with
         ``GET /api/training/jobs/{name}/stream``.
@@ -228,26 +229,28 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
         job = supervisor.start(kind.name, cfg, name, wall)
         return JSON(public(job), status_code=status.HTTP_202_ACCEPTED)
 
-    @api.get("/jobs")
+    @api.get("/jobs", response_model=list[R.TrainingJob])
     def list_jobs() -> JSON:
         """Every training job, newest first."""
         return JSON([public(job) for job in reversed(supervisor.jobs())])
 
-    @api.get("/jobs/{name}")
+    @api.get("/jobs/{name}", response_model=R.TrainingJobView)
     def get_job(name: JobName) -> JSON:
         """One job, with its run's status."""
         job = job_of(name)
         run = run_of(name)
         return JSON({**public(job), "run_status": run["status"] if run else None})
 
-    @api.post("/jobs/{name}/stop", status_code=status.HTTP_202_ACCEPTED)
+    @api.post(
+        "/jobs/{name}/stop", status_code=status.HTTP_202_ACCEPTED, response_model=R.TrainingJob
+    )
     def stop(name: JobName) -> JSON:
         """Stop a job: SIGINT to its processes, so the trainer saves its model and marks its run
         interrupted; SIGTERM, then SIGKILL, if it has not ended after the grace period.
         """
         return JSON(public(supervisor.stop(name)), status_code=status.HTTP_202_ACCEPTED)
 
-    @api.delete("/jobs/{name}")
+    @api.delete("/jobs/{name}", response_model=R.Deleted)
     def delete(
         name: JobName,
         files: bool = Query(False, description="Delete its run's folder and its log too."),
@@ -257,7 +260,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     # -- what it learnt ---------------------------------------------------------------------
 
-    @api.get("/jobs/{name}/metrics")
+    @api.get("/jobs/{name}/metrics", response_model=R.Metrics)
     def metrics(name: JobName) -> JSON:
         """The run's learning curves: ``{key: [[step, value], ...]}``."""
         job = job_of(name)
@@ -271,7 +274,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             }
         )
 
-    @api.get("/jobs/{name}/summary")
+    @api.get("/jobs/{name}/summary", response_model=R.TrainingSummary)
     def summary(name: JobName) -> JSON:
         """The job, its run, each curve's first, last, lowest and highest value, its files."""
         job = job_of(name)
@@ -301,7 +304,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             }
         )
 
-    @api.get("/jobs/{name}/logs")
+    @api.get("/jobs/{name}/logs", response_model=R.Log)
     def logs(
         name: JobName,
         offset: int = Query(0, ge=0, le=2**62, description="Byte offset to read from."),
@@ -327,7 +330,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             }
         )
 
-    @api.get("/jobs/{name}/stream")
+    @api.get("/jobs/{name}/stream", response_class=StreamingResponse, responses=R.EVENT_STREAM)
     async def stream(
         name: JobName,
         request: Request,
@@ -385,7 +388,11 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     # -- pictures -------------------------------------------------------------------------
 
-    @api.get("/jobs/{name}/plot.png", response_class=Response)
+    @api.get(
+        "/jobs/{name}/plot.png",
+        response_class=Response,
+        responses=R.binary("image/png", "The curves drawn."),
+    )
     def plot_png(name: JobName) -> Response:
         """The run's curves drawn (PNG; needs matplotlib, the ``plots`` extra)."""
         job = job_of(name)
@@ -411,13 +418,17 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     # -- files ----------------------------------------------------------------------------
 
-    @api.get("/jobs/{name}/artifacts")
+    @api.get("/jobs/{name}/artifacts", response_model=R.Artifacts)
     def list_artifacts(name: JobName) -> JSON:
         """The files in the job's run folder (symbolic links left out)."""
         job = job_of(name)
         return JSON({"name": name, "files": artifacts.listing(folder_of(job))})
 
-    @api.get("/jobs/{name}/files/{path:path}", response_class=FileResponse)
+    @api.get(
+        "/jobs/{name}/files/{path:path}",
+        response_class=FileResponse,
+        responses=R.binary("application/octet-stream", "The file."),
+    )
     def get_file(name: JobName, path: str) -> FileResponse:
         """One file of the job's run folder; the path stays inside it (no ``..``, no absolute
         path, no symbolic link).
@@ -431,7 +442,11 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             raise HTTPException(404, str(exc)) from None
         return FileResponse(found, media_type="application/octet-stream", filename=found.name)
 
-    @api.get("/jobs/{name}/archive.tar.gz", response_class=StreamingResponse)
+    @api.get(
+        "/jobs/{name}/archive.tar.gz",
+        response_class=StreamingResponse,
+        responses=R.binary("application/gzip", "The run folder as a tar.gz."),
+    )
     def get_archive(name: JobName) -> StreamingResponse:
         """The job's run folder as a ``tar.gz``, streamed (once the job is over)."""
         job = job_of(name)
@@ -444,7 +459,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     # -- every stored run -----------------------------------------------------------------
 
-    @api.get("/runs")
+    @api.get("/runs", response_model=list[R.TrainingRunRow])
     def list_runs() -> JSON:
         """Every training run in the store (the CLI's too), newest first, without curves."""
         jobs = {job["name"]: job["status"] for job in supervisor.jobs()}
@@ -459,7 +474,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
             ]
         )
 
-    @api.get("/runs/{name}")
+    @api.get("/runs/{name}", response_model=R.TrainingRun)
     def get_run(name: Annotated[str, Path(max_length=200)]) -> JSON:
         """One stored training run with its curves."""
         return JSON(public(store().training_run(name)))

@@ -7,16 +7,12 @@ from typing import Annotated
 
 import typer
 
+from opsgym.command_errors import fail, interrupted, need_extra
 from opsgym.core.errors import OpsgymError
 
 train_app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Train agents on the environments' reward."
 )
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 @train_app.command("ppo")
@@ -45,7 +41,7 @@ def ppo_command(
     try:
         from opsgym.training.ppo import PPOConfig, train
     except ModuleNotFoundError as exc:
-        _fail(f"{exc}; install the extra: pip install 'opsgym[train]'")
+        need_extra(exc, "train")
     cfg = PPOConfig(
         env=env,
         scenario=scenario,
@@ -59,16 +55,13 @@ def ppo_command(
     try:
         folder = train(cfg, out=out, db=db, name=name)
     except OpsgymError as exc:
-        _fail(str(exc).splitlines()[0])
+        fail(str(exc))
     except ModuleNotFoundError as exc:
-        _fail(f"{exc}; install the extra: pip install 'opsgym[train]'")
+        need_extra(exc, "train")
     except KeyboardInterrupt:
-        typer.echo(
-            "interrupted: the policy as it was is saved in the run's model.zip and the run "
-            "marked interrupted",
-            err=True,
+        interrupted(
+            "the policy as it was is saved in the run's model.zip and the run marked interrupted"
         )
-        raise typer.Exit(130) from None
     evaluation = folder / "evaluation.json"
     if evaluation.exists():
         typer.echo(evaluation.read_text())

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from opsgym.command_errors import fail, interrupted, need_extra
 from opsgym.core.errors import OpsgymError
 
 # Options both trainers take.
@@ -44,11 +45,6 @@ Name = Annotated[
 Db = Annotated[str | None, typer.Option(help="Store (path or URL) the run is recorded in.")]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
 def _run(
     kind: str, train: Callable[..., Path], cfg: Any, out: Path, db: str | None, name: str | None
 ) -> None:
@@ -56,16 +52,14 @@ def _run(
     try:
         folder = train(cfg, out=out, db=db, name=name)
     except OpsgymError as exc:
-        _fail(str(exc).splitlines()[0])
+        fail(str(exc))
     except ModuleNotFoundError as exc:
-        _fail(f"{exc}; install the extra: pip install 'opsgym[grpo]'")
+        need_extra(exc, "grpo")
     except KeyboardInterrupt:
-        typer.echo(
-            f"interrupted: the model as it was is saved in the run's model/ and the {kind} run "
-            "marked interrupted",
-            err=True,
+        interrupted(
+            f"the model as it was is saved in the run's model/ and the {kind} run marked "
+            "interrupted"
         )
-        raise typer.Exit(130) from None
     typer.echo(
         f"run saved in {folder}; evaluate it with: opsgym eval --env {cfg.env} --policy hf:{folder}"
     )

@@ -303,8 +303,12 @@ three rates, each capped at 95%), ``downtime_cost_per_minute`` (5000), ``coordin
 the specialists can be consulted), ``token_allowance`` (3000). ``overrides``: any hidden fact by
 name (``oom_present``, ``oom_rank``, ``lost_rank``, ``congested_spine``, ``bw_drop``,
 ``desync_rank``, ``desync_file``, ``version_node``, ``secondary``, ...; ``family`` in
-``mixed``). ``curriculum()`` returns an adaptive curriculum over the three levels
+``mixed``). ``SPEC.curriculum()`` returns an adaptive curriculum over the three levels
 (``opsgym.core.curriculum``).
+
+## Routes
+``POST /api/envs/fleet/compose`` (``routes.py``): a challenge made of faults, in order, as the
+generator would make it (its name, description, faults, parameters and hidden facts).
 
 ## Version History
 * v1: the family is hidden (no task, fault list or fault-naming incident text in the
@@ -324,6 +328,7 @@ from opsgym.envs.fleet.encode import FleetEncoder
 from opsgym.envs.fleet.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.fleet.judge import JUDGE, OUTCOME_REWARDS, OUTCOMES
 from opsgym.envs.fleet.policies import POLICIES
+from opsgym.envs.fleet.routes import ROUTES
 from opsgym.envs.fleet.tasks import LEVELS, SCENARIOS, Settings
 from opsgym.envs.fleet.world import Fleet
 
@@ -354,6 +359,12 @@ mask a degraded node; logs, kernel logs, flight recorders, library versions, top
 benchmarks are fresh and exact. Action reports say what was done, never whether it worked. A \
 remediation needs the evidence that justifies it first."""
 
+
+def curriculum(**kwargs) -> Curriculum:
+    """An adaptive curriculum over the fleet's three levels; ``config`` feeds ``make``."""
+    return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
+
+
 SPEC = EnvSpec(
     name="fleet",
     gym_id="opsgym/Fleet-v1",
@@ -371,12 +382,9 @@ SPEC = EnvSpec(
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
     config=Settings,
+    manual=__doc__,
+    curriculum=curriculum,
+    routes=ROUTES,
 )
-
-
-def curriculum(**kwargs) -> Curriculum:
-    """An adaptive curriculum over the fleet's three levels; ``config`` feeds ``make``."""
-    return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
-
 
 __all__ = ["SPEC", "Fleet", "REWARDS", "OUTCOME_REWARDS", "SETTLED", "curriculum"]

@@ -271,6 +271,7 @@ SPEC = EnvSpec(
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
     config=OversightConfig,
+    manual=__doc__,
 )
 
 __all__ = ["SPEC", "Oversight", "REWARDS", "OUTCOME_REWARDS"]

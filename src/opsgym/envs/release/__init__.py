@@ -282,6 +282,7 @@ SPEC = EnvSpec(
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
+    manual=__doc__,
 )
 
 __all__ = ["SPEC", "Release", "REWARDS", "OUTCOME_REWARDS"]
