@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 import opsgym
 from opsgym.agents.base import get_policy
 from opsgym.core.registry import catalogue, spec
-from opsgym.vector import BatchError, OversightBatch, OversightVectorEnv
+from opsgym.vector import BatchedVectorEnv, BatchError, OversightBatch, OversightVectorEnv
 from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
 from opsgym.vector._streams import PCGStreams
 
@@ -376,6 +376,19 @@ def test_bad_input_is_refused_with_the_value():
     env.reset(seed=0)
     with pytest.raises(BatchError, match="got 44"):
         env.step(np.array([0, 44]))
+
+
+def test_make_vec_builds_the_batch_through_the_packages_vector_entry_point():
+    from opsgym.vector.env import WORLDS
+
+    for world in ("release", "oversight"):
+        gym_id = spec(world).gym_id
+        env = gym.make_vec(gym_id, 4, vectorization_mode="vector_entry_point", scenario="mixed")
+        assert isinstance(env, BatchedVectorEnv) and env.world.world == world
+        sync = gym.make_vec(gym_id, 4, vectorization_mode="sync", scenario="mixed")
+        assert np.array_equal(env.reset(seed=1)[0], sync.reset(seed=1)[0])
+        assert env.world.time_limit == spec(world).max_steps
+    assert set(WORLDS) == opsgym._BATCHED
 
 
 # -- Stable-Baselines3 ----------------------------------------------------------------------
