@@ -1,22 +1,25 @@
-"""Speed of the batched release world, beside its physical references, in one run.
+"""Speed of the batched worlds, beside their physical references, in one run.
 
-Rows (env steps per second; a vector step of N lanes counts N, autoreset steps included, as
-Gymnasium counts them):
+Rows, for each world (``--worlds``, release and oversight by default; env steps per second, a
+vector step of N lanes counting N, autoreset steps included, as Gymnasium counts them):
 
-* ``release batched``: ``ReleaseVectorEnv(N, scenario="mixed")`` (``copy=False``), random
-  valid actions drawn from ``action_masks()`` (the draw outside the timer, as in
+* ``<world> batched``: ``BatchedVectorEnv(N, env=world, scenario="mixed")`` (``copy=False``),
+  random valid actions drawn from ``action_masks()`` (the draw outside the timer, as in
   ``benchmarks/run.py``; the figure with it is printed too);
-* ``release batched, a Generator per lane``: the same with ``rng="generator"`` (what keeping
+* ``<world> batched, a Generator per lane``: the same with ``rng="generator"`` (what keeping
   the scalar world's per-lane Generators costs);
-* ``bare NumPy loop``: as many array operations as one batched step makes (counted), each an
-  add of two float64 arrays of N, in a Python loop: the floor for this design in NumPy;
-* ``CartPole sync``: ``gym.make_vec("CartPole-v1", N, vectorization_mode="sync")``;
-* ``release scalar Gym face``: one ``gym.make("opsgym/Release-v4")``, random valid actions.
+* ``bare NumPy loop``: as many array operations as one batched step of that world makes
+  (counted), each an add of two float64 arrays of N, in a Python loop: the floor for this
+  design in NumPy;
+* ``<world> scalar Gym face``: one ``gym.make(world's Gym id)``, random valid actions;
+
+and once ``CartPole sync``: ``gym.make_vec("CartPole-v1", N, vectorization_mode="sync")``.
 
 Each figure is the best of ``--repeats`` runs (the machine is shared: the best is the least
 disturbed). ``--profile`` adds where a batched step spends its time and its operations.
 
     python benchmarks/vector.py [--lanes 4096] [--steps 300] [--repeats 3] [--profile]
+        [--worlds release oversight]
 """
 
 from __future__ import annotations
@@ -33,8 +36,19 @@ import gymnasium as gym
 import numpy as np
 
 import opsgym  # noqa: F401  (registers the Gym ids)
-from opsgym.vector import ReleaseVectorEnv
+from opsgym.core.registry import spec
+from opsgym.vector import BatchedVectorEnv
 from opsgym.vector import release as batched
+from opsgym.vector._starts import StartQueue
+from opsgym.vector.env import make_batch
+
+PARTS = {
+    "release": ["_encode", "_inspect", "_health", "_traffic", "_verify", "_judge", "_advance"]
+    + ["_draw", "_probe", "_safe", "_commit", "_write_schema", "_green_ok", "_calm"],
+    "oversight": ["_encode", "_inspect", "_approve", "_block", "_land", "_arrive", "_propose"]
+    + ["_open_phase", "_reveal", "_judge", "_earliest_ship", "_careful_ship"],
+}
+"""The methods ``--profile`` times, by world."""
 
 clock = time.perf_counter
 
@@ -46,9 +60,11 @@ def sample(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
     return (counts > pick[:, None]).argmax(axis=1)
 
 
-def batched_steps(lanes: int, steps: int, rng_backend: str = "pcg") -> tuple[float, float]:
+def batched_steps(
+    lanes: int, steps: int, rng_backend: str = "pcg", world: str = "release"
+) -> tuple[float, float]:
     """(env steps/s timing ``step`` alone, env steps/s with the action draw)."""
-    env = ReleaseVectorEnv(lanes, scenario="mixed", rng=rng_backend, copy=False)
+    env = BatchedVectorEnv(lanes, world, scenario="mixed", rng=rng_backend, copy=False)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(20):  # warm up: the first resets fill the start queues
@@ -108,11 +124,11 @@ def _fancy(key: Any) -> bool:
     return any(isinstance(k, np.ndarray | list) for k in keys)
 
 
-def operations_per_step(lanes: int, steps: int = 40) -> float:
+def operations_per_step(lanes: int, steps: int = 40, env: str = "release") -> float:
     """How many NumPy operations one batched step makes (ufuncs, array functions, fancy
     indexing and assignments), counted on a running batch.
     """
-    world = batched.ReleaseBatch(lanes, "mixed")
+    world = make_batch(lanes, env, scenario="mixed")
     world.seed(list(range(lanes)))
     world.reset()
     rng = np.random.default_rng(0)
@@ -162,9 +178,9 @@ def cartpole_sync(lanes: int, steps: int) -> float:
     return lanes * steps / elapsed
 
 
-def scalar_face(steps: int) -> float:
-    """Steps/s of the scalar Gym face of release (random valid actions, outside the timer)."""
-    env = gym.make("opsgym/Release-v4", scenario="mixed")
+def scalar_face(steps: int, world: str = "release") -> float:
+    """Steps/s of a world's scalar Gym face (random valid actions, outside the timer)."""
+    env = gym.make(spec(world).gym_id, scenario="mixed")
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     elapsed = 0.0
@@ -178,16 +194,14 @@ def scalar_face(steps: int) -> float:
     return steps / elapsed
 
 
-def profile(lanes: int, steps: int) -> dict[str, float]:
+def profile(lanes: int, steps: int, env: str = "release") -> dict[str, float]:
     """Milliseconds per step in each part of a batched step (the parts are timed in place)."""
-    world = batched.ReleaseBatch(lanes, "mixed")
+    world = make_batch(lanes, env, scenario="mixed")
     world.seed(list(range(lanes)))
     world.reset()
     spent: dict[str, float] = collections.defaultdict(float)
-    klass = batched.ReleaseBatch
-    parts = ["_encode", "_inspect", "_health", "_traffic", "_verify", "_judge", "_advance", "_draw"]
-    parts += ["_probe", "_safe", "_commit", "_write_schema", "_green_ok", "_calm"]
-    originals = {name: getattr(klass, name) for name in parts}
+    klass = type(world)
+    originals = {name: getattr(klass, name) for name in PARTS[env]}
 
     def timed(name: str, method: Any) -> Any:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -199,7 +213,7 @@ def profile(lanes: int, steps: int) -> dict[str, float]:
 
         return run
 
-    queue = batched.StartQueue
+    queue = StartQueue
     refill, pop = queue._refill, queue.pop
     try:
         for name, method in originals.items():
@@ -221,7 +235,8 @@ def profile(lanes: int, steps: int) -> dict[str, float]:
             setattr(klass, name, method)
         queue._refill, queue.pop = refill, pop
     out = {name: 1e3 * s / steps for name, s in spent.items()}
-    out["rng: probe and verify draws"] = out.pop("_draw")
+    if "_draw" in out:
+        out["rng: probe and verify draws"] = out.pop("_draw")
     return out
 
 
@@ -269,6 +284,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--worlds", nargs="+", default=["release", "oversight"])
     args = parser.parse_args()
     n, steps = args.lanes, args.steps
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -277,28 +293,35 @@ def main() -> None:
         f"load {load:.1f}, python {sys.version.split()[0]}, numpy {np.__version__}, "
         f"gymnasium {gym.__version__}; N = {n}, best of {args.repeats}"
     )
-    ops = operations_per_step(n)
+    ops = {world: operations_per_step(n, env=world) for world in args.worlds}
     rows: dict[str, float] = {}
     for _ in range(args.repeats):
-        alone, drawn = batched_steps(n, steps)
-        cases = {
-            "release batched (step alone)": alone,
-            "release batched (with the action draw)": drawn,
-            "release batched, a Generator per lane": batched_steps(n, steps // 3, "generator")[0],
-            f"bare NumPy loop ({ops:.0f} array ops a step)": bare_loop(n, ops, steps // 3),
-            "CartPole-v1 make_vec sync": cartpole_sync(n, max(steps // 30, 5)),
-            "release scalar Gym face": scalar_face(3000),
-        }
+        cases = {"CartPole-v1 make_vec sync": cartpole_sync(n, max(steps // 30, 5))}
+        for world in args.worlds:
+            alone, drawn = batched_steps(n, steps, world=world)
+            cases[f"{world} batched (step alone)"] = alone
+            cases[f"{world} batched (with the action draw)"] = drawn
+            cases[f"{world} batched, a Generator per lane"] = batched_steps(
+                n, steps // 3, "generator", world
+            )[0]
+            cases[f"bare NumPy loop ({ops[world]:.0f} array ops: a {world} step)"] = bare_loop(
+                n, ops[world], steps // 3
+            )
+            cases[f"{world} scalar Gym face"] = scalar_face(3000, world)
         for name, value in cases.items():
             rows[name] = max(rows.get(name, 0.0), value)
     cart = rows["CartPole-v1 make_vec sync"]
     for name, value in rows.items():
-        print(f"{name:48s} {value:14,.0f} steps/s  {value / cart:8.1f}x CartPole sync")
+        print(f"{name:52s} {value:14,.0f} steps/s  {value / cart:8.1f}x CartPole sync")
     if args.profile:
-        print(f"\n# where a batched step goes (ms per step of {n} lanes; parts overlap)")
-        for name, ms in sorted(profile(n, steps).items(), key=lambda kv: -kv[1]):
-            print(f"{name:32s} {ms:7.3f}")
-        print(f"{'rng keyed by (seed, purpose, index)':32s} {keyed_draws(n, steps):7.3f}")
+        for world in args.worlds:
+            print(
+                f"\n# where a batched {world} step goes (ms per step of {n} lanes; parts overlap)"
+            )
+            for name, ms in sorted(profile(n, steps, world).items(), key=lambda kv: -kv[1]):
+                print(f"{name:32s} {ms:7.3f}")
+            if world == "release":
+                print(f"{'rng keyed by (seed, purpose, index)':32s} {keyed_draws(n, steps):7.3f}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from opsgym.core.registry import catalogue, spec
 from opsgym.core.scenarios import seed_in_split
 from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg, _pyfloat
 from opsgym.vector._pyfloat import rounded
-from opsgym.vector._starts import _ERROR_RATE, _FLAP, _FRACTION
+from opsgym.vector._release_starts import _ERROR_RATE, _FLAP, _FRACTION
 from opsgym.vector._streams import PCGStreams
 
 GYM_ID = spec("release").gym_id

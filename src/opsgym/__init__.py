@@ -63,6 +63,7 @@ def refresh_envs() -> list[str]:
 
 
 _GYM_ENTRY_POINT = "opsgym.adapters.gym:OpsEnv"
+_BATCHED = {"release", "oversight"}  # worlds with a batched twin (opsgym.vector.env.WORLDS)
 
 
 def _register_gym_ids() -> None:
@@ -75,6 +76,9 @@ def _register_gym_ids() -> None:
             gymnasium.register(
                 id=s.gym_id,
                 entry_point=_GYM_ENTRY_POINT,
+                vector_entry_point=(
+                    "opsgym.vector.env:BatchedVectorEnv" if s.name in _BATCHED else None
+                ),
                 kwargs={"env": s.name},
                 max_episode_steps=s.max_steps,
             )

@@ -9,9 +9,11 @@ pairs of ``uint64`` arrays (high, low words), and the XSL-RR output. Every numbe
 the one NumPy's generator returns for that lane, bit for bit (``tests/test_vector_release.py``
 checks it against NumPy on many seeds).
 
-Only what the release world and the Gym face consume is offered: ``random()`` doubles
-(``next_double``), and the two bounded integers of ``OpsEnv.reset`` (``integers(2**27)`` and
-``integers(8)``, neither of which ever rejects a draw; see :func:`gym_episode_seeds`).
+Only what the worlds and the Gym face consume is offered: ``random()`` doubles
+(``next_double``), the two bounded integers of ``OpsEnv.reset`` (``integers(2**27)`` and
+``integers(8)``, neither of which ever rejects a draw), raw draws and the ``uint32`` words
+``next_uint32`` cuts them into (for the masked and Lemire rejection samplers of
+``permutation`` and ``integers``, replayed in :mod:`opsgym.vector._oversight_starts`).
 """
 
 from __future__ import annotations
@@ -178,14 +180,37 @@ def step(hi, lo, inc_hi, inc_lo):  # noqa: ANN001, ANN201
         return _add128(hi, lo, inc_hi, inc_lo)
 
 
-def draw_ahead(hi, lo, inc_hi, inc_lo, n: int):  # noqa: ANN001, ANN201
-    """The next ``n`` doubles of each lane (an ``(n, lanes)`` array) and the states after each
-    (two ``(n, lanes)`` arrays), stepping the LCG ``n`` times over all lanes at once.
+def outputs_ahead(hi, lo, inc_hi, inc_lo, n: int):  # noqa: ANN001, ANN201
+    """The next ``n`` raw ``uint64`` draws of each lane (an ``(n, lanes)`` array) and the
+    states after each (two ``(n, lanes)`` arrays), stepping the LCG ``n`` times over all lanes.
     """
-    out = np.empty((n, hi.size))
+    out = np.empty((n, hi.size), np.uint64)
     his, los = np.empty((n, hi.size), np.uint64), np.empty((n, hi.size), np.uint64)
     for j in range(n):
         hi, lo = step(hi, lo, inc_hi, inc_lo)
         his[j], los[j] = hi, lo
-        out[j] = doubles(output(hi, lo))
+        out[j] = output(hi, lo)
     return out, his, los
+
+
+def draw_ahead(hi, lo, inc_hi, inc_lo, n: int):  # noqa: ANN001, ANN201
+    """The next ``n`` doubles of each lane (an ``(n, lanes)`` array) and the states after each
+    (two ``(n, lanes)`` arrays), stepping the LCG ``n`` times over all lanes at once.
+    """
+    raw, his, los = outputs_ahead(hi, lo, inc_hi, inc_lo, n)
+    return doubles(raw), his, los
+
+
+def halves(raw: np.ndarray) -> np.ndarray:
+    """The ``uint32`` words ``next_uint32`` gives from raw draws ``(n, lanes)`` (a fresh
+    buffer: each draw's low half, then its high half): ``(2 n, lanes)``.
+    """
+    out = np.empty((2 * raw.shape[0], *raw.shape[1:]), np.uint64)
+    out[0::2] = raw & _M32
+    out[1::2] = raw >> _S32
+    return out
+
+
+def interval_mask(high: int) -> int:
+    """The smallest all-ones bit mask covering ``high`` (``random_interval``'s)."""
+    return (1 << int(high).bit_length()) - 1

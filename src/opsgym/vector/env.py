@@ -1,7 +1,8 @@
 """The batched worlds as a Gymnasium 1.x ``VectorEnv``.
 
-``ReleaseVectorEnv(num_envs=N, scenario="mixed")`` is ``N`` copies of
-``gym.make("opsgym/Release-v4", scenario="mixed")`` behind one ``VectorEnv``: lane ``i`` reset
+``BatchedVectorEnv(num_envs=N, env="oversight", scenario="mixed")`` is ``N`` copies of
+``gym.make("opsgym/Oversight-v1", scenario="mixed")`` behind one ``VectorEnv`` (and
+``ReleaseVectorEnv``, ``OversightVectorEnv`` the same with their world): lane ``i`` reset
 with seed ``s + i`` (or the ``i``-th of a list of seeds) plays exactly the episodes that env
 plays after ``reset(seed=s + i)``, as ``gym.make_vec(..., vectorization_mode="sync")`` would,
 only in arrays. Autoreset follows Gymnasium's ``AutoresetMode`` (``NEXT_STEP`` by default:
@@ -24,25 +25,44 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from opsgym.core.errors import UnknownNameError
-from opsgym.vector.release import OUTCOMES, ReleaseBatch, ReleaseBatchError
+from opsgym.core.registry import spec
+from opsgym.vector._batch import BatchError
+from opsgym.vector.oversight import OversightBatch
+from opsgym.vector.release import ReleaseBatch
 
-WORLDS = {"release": ReleaseBatch}
+WORLDS = {"release": ReleaseBatch, "oversight": OversightBatch}
 """The worlds that have a batched twin, by name."""
 
 
-class ReleaseVectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` release episodes stepped in lock-step, bit-identical to the Gym face.
+def make_batch(num_envs: int, env: str, **kwargs: Any) -> Any:
+    """The batched twin of world ``env`` (``kwargs``: as its batch class takes them)."""
+    if env not in WORLDS:
+        raise UnknownNameError("batched world", env, WORLDS)
+    return WORLDS[env](num_envs, **kwargs)
+
+
+def spaces(batch: Any) -> tuple[gym.spaces.Box, gym.spaces.Discrete]:
+    """The single observation and action spaces of a batch's lanes, as ``OpsEnv``'s."""
+    encoder = spec(batch.world).encoder()
+    box = gym.spaces.Box(encoder.low, encoder.high, (encoder.size,), np.float32)
+    return box, gym.spaces.Discrete(batch.mask.shape[1])
+
+
+class BatchedVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` episodes of one world stepped in lock-step, bit-identical to the Gym face.
 
     Args:
         num_envs: Number of sub-environments (lanes).
-        env: The world (only ``"release"`` so far); lets ``gym.make_vec`` pass the
+        env: The world (``"release"`` or ``"oversight"``); lets ``gym.make_vec`` pass the
             registration's kwargs through a ``vector_entry_point``.
         scenario: One scenario for every lane, or one per lane; ``None``: the world's first,
             as ``gym.make`` (evaluations and training use ``"mixed"``).
         split: ``train`` (default), ``dev`` or ``test``, as ``OpsEnv(split=...)``.
         overrides: Hidden facts forced in every episode, as ``OpsEnv(overrides=...)``.
+        config: Public settings, as ``OpsEnv(config=...)`` (one for every lane).
         max_steps: The episode's step budget, as ``OpsEnv(max_steps=...)``.
-        max_episode_steps: The registration's time limit (``None``: 60), as ``gym.make``'s.
+        max_episode_steps: The registration's time limit (``None``: the world's), as
+            ``gym.make``'s.
         reward_timing: Only ``"end"`` (the default of the scalar face).
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
         rng: ``"pcg"`` (default, arrays) or ``"generator"`` (one NumPy Generator per lane).
@@ -60,6 +80,7 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
         *,
         split: str = "train",
         overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
         max_steps: int | None = None,
         max_episode_steps: int | None = None,
         reward_timing: str = "end",
@@ -67,13 +88,13 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
         rng: str = "pcg",
         copy: bool = True,
     ):
-        if env not in WORLDS:
-            raise UnknownNameError("batched world", env, WORLDS)
-        self.world = WORLDS[env](
+        self.world = make_batch(
             num_envs,
-            scenario,
+            env,
+            scenario=scenario,
             split=split,
             overrides=overrides,
+            config=config,
             max_steps=max_steps,
             max_episode_steps=max_episode_steps,
             reward_timing=reward_timing,
@@ -83,8 +104,7 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.copy = copy
-        self.single_observation_space = gym.spaces.Box(-1.0, 1.0, (24,), np.float32)
-        self.single_action_space = gym.spaces.Discrete(len(self.world.mask[0]))
+        self.single_observation_space, self.single_action_space = spaces(self.world)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._autoreset = np.zeros(num_envs, bool)
@@ -105,7 +125,7 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if options:
-            raise ReleaseBatchError(
+            raise BatchError(
                 f"unknown reset option {next(iter(options))!r}: the batch takes its scenario, "
                 "overrides and budget at construction; only 'reset_mask' is accepted here"
             )
@@ -150,7 +170,7 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
             self._add_seeds(infos, restart)
         elif self.autoreset_mode == AutoresetMode.DISABLED:
             if restart.size:
-                raise ReleaseBatchError(
+                raise BatchError(
                     f"lanes {restart[:5].tolist()} ended and were not reset: with autoreset "
                     "DISABLED, reset them with reset(options={'reset_mask': ...}) first"
                 )
@@ -202,6 +222,20 @@ class ReleaseVectorEnv(gym.vector.VectorEnv):
             mask[lanes] = True
             outcome = np.full(self.num_envs, None, dtype=object)
             codes = self.world.outcome[lanes]
-            outcome[lanes] = np.array([*OUTCOMES, None], dtype=object)[codes]
+            outcome[lanes] = np.array([*self.world.OUTCOMES, None], dtype=object)[codes]
             infos["outcome"], infos["_outcome"] = outcome, mask
             infos["return"], infos["_return"] = np.where(mask, self.world.returns, 0.0), mask
+
+
+class ReleaseVectorEnv(BatchedVectorEnv):
+    """:class:`BatchedVectorEnv` of the release world (``env="release"``)."""
+
+    def __init__(self, num_envs: int = 1, env: str = "release", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)
+
+
+class OversightVectorEnv(BatchedVectorEnv):
+    """:class:`BatchedVectorEnv` of the oversight world (``env="oversight"``)."""
+
+    def __init__(self, num_envs: int = 1, env: str = "oversight", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)

@@ -26,10 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from opsgym.core.errors import OpsgymError, UnknownNameError
+from opsgym.core.errors import UnknownNameError
 from opsgym.core.registry import catalogue, spec
-from opsgym.core.rewards import check_reward_timing
-from opsgym.core.scenarios import check_split, families
 from opsgym.envs.release.world import (
     CANARY_SHARE,
     LADDER,
@@ -37,9 +35,11 @@ from opsgym.envs.release.world import (
     STORM_RESTART_EVERY,
     Release,
 )
+from opsgym.vector._batch import Batch, BatchError, blocks
 from opsgym.vector._pyfloat import python_sum
-from opsgym.vector._starts import ALARM_AT, BOOLS, DRAWS, FLOATS, Facts, StartQueue
-from opsgym.vector._streams import GeneratorStreams, PCGStreams, fresh_seeds
+from opsgym.vector._release_starts import ALARM_AT, BOOLS, DRAWS, FLOATS, Facts
+from opsgym.vector._starts import StartQueue
+from opsgym.vector._streams import GeneratorStreams, PCGStreams
 
 ACTIONS = tuple(
     "inspect stage deploy health_check shift_traffic migrate verify retry rollback complete".split()
@@ -101,8 +101,8 @@ _OBS = 24
 assert STORM_RESTART_EVERY < RESTART_WINDOW  # a storm shows restarts until its last is old
 
 
-class ReleaseBatchError(OpsgymError, ValueError):
-    """A batch was asked for something the scalar Gym face would refuse, or cannot mirror."""
+ReleaseBatchError = BatchError
+"""A batch was asked for something the scalar Gym face would refuse, or cannot mirror."""
 
 
 def _check_catalogue() -> None:
@@ -139,7 +139,7 @@ def _check_catalogue() -> None:
         )
 
 
-class ReleaseBatch:
+class ReleaseBatch(Batch):
     """``num`` lanes of the release world, stepped together.
 
     Args:
@@ -148,6 +148,7 @@ class ReleaseBatch:
             as ``OpsEnv`` (``mixed`` draws each episode's family from the seed).
         split: Where episode seeds (and ``mixed`` families) come from, as in ``OpsEnv``.
         overrides: Hidden facts forced in every episode (``family`` too, for ``mixed``).
+        config: The world's public settings; release has none (``None`` or empty only).
         max_steps: The step budget (``None``: the registered 60), as ``OpsEnv(max_steps=...)``.
         max_episode_steps: The ``TimeLimit`` of ``gym.make`` (``None``: the registered 60): at
             it a lane says ``truncated`` whatever else happened, and one whose budget is longer
@@ -162,6 +163,10 @@ class ReleaseBatch:
     ``outcome`` and ``returns`` hold the lanes' results; ``seeds`` their episode seeds.
     """
 
+    world = "release"
+    OUTCOMES = OUTCOMES
+    OBS_SIZE = _OBS
+
     def __init__(
         self,
         num: int,
@@ -169,69 +174,36 @@ class ReleaseBatch:
         *,
         split: str = "train",
         overrides: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
         max_steps: int | None = None,
         max_episode_steps: int | None = None,
         reward_timing: str = "end",
         rng: str = "pcg",
     ):
         _check_catalogue()
-        if num < 1:
-            raise ReleaseBatchError(f"num must be >= 1, got {num}")
-        if check_reward_timing(reward_timing) != "end":
-            raise ReleaseBatchError(
-                "the batched release world pays settled rewards on the last step only "
-                f"(reward_timing='end'), got {reward_timing!r}; use the scalar Gym face for dense"
-            )
-        self.num = n = int(num)
-        self.split = check_split(split)
-        world = spec("release")
-        self.max_steps = world.max_steps if max_steps is None else int(max_steps)
-        self.time_limit = world.max_steps if max_episode_steps is None else int(max_episode_steps)
-        if min(self.max_steps, self.time_limit) < 1:
-            raise ReleaseBatchError(
-                "max_steps and max_episode_steps must be >= 1, got "
-                f"{self.max_steps} and {self.time_limit}"
-            )
-        if scenario is None or isinstance(scenario, str):
-            scenario = [world.scenario(scenario).name] * n
-        names = list(scenario)
-        if len(names) != n:
-            raise ReleaseBatchError(f"{len(names)} scenarios for {n} lanes")
-        for name in set(names):
-            if world.scenario(name).held_out and self.split == "train":
-                raise ReleaseBatchError(
-                    f"Scenario {name!r} of 'release' is a held-out family: it is never in the "
-                    "train split. Pass split='dev' or split='test' to evaluate on it."
-                )
-        self.scenarios = names
-        named = [f.name for f in world.families()]
-        in_split = set(families(world.scenarios, self.split))
-        self._mixed = np.array([world.scenario(s).mixture for s in names])
-        self._named = np.array([named.index(s) if s in named else 0 for s in names], np.int32)
-        pool = [i for i, name in enumerate(named) if name in in_split]
-        self._facts = Facts(world.families(), pool, dict(overrides or {}), self._mixed.all())
+        super().__init__(
+            num,
+            scenario,
+            split=split,
+            max_steps=max_steps,
+            max_episode_steps=max_episode_steps,
+            reward_timing=reward_timing,
+        )
+        if config:
+            raise BatchError(f"release has no config, got {sorted(config)}")
+        n = self.num
+        self._facts = Facts(self.families, self._pool, dict(overrides or {}), self._mixed.all())
         if rng == "pcg":
             most = 2 * min(self.max_steps, self.time_limit)  # two draws a step at most
             self._streams: PCGStreams | GeneratorStreams = PCGStreams(n, self.split, most)
-            self._queue = StartQueue(self._streams, self._facts, self._mixed, self._named)
+            self._queue = StartQueue(n, self._compute_starts)
         elif rng == "generator":
             self._streams, self._queue = GeneratorStreams(n, self.split), None
         else:
             raise UnknownNameError("rng backend", rng, ["pcg", "generator"])
 
-        self._f = np.empty((len(_F64), n))
-        self._f_init = np.array(list(_F64.values()))
-        self._b = np.zeros((len(_BOOL), n), bool)
-        self._i = np.empty((len(_INT), n), np.int32)
-        self._i_init = np.array(list(_INT.values()), np.int32)
-        for block, rows in ((self._f, _F64), (self._b, _BOOL), (self._i, _INT)):
-            for row, name in enumerate(rows):
-                setattr(self, name, block[row])
-        self._f[:] = self._f_init[:, None]
-        self._i[:] = self._i_init[:, None]
+        blocks(self, n, _F64, _BOOL, _INT)
         self.done[:] = True  # no episode yet: reset() first
-        self.seeds = np.zeros(n, np.int64)
-        """Each lane's current episode seed."""
         self.obs = np.zeros((n, _OBS), np.float32)
         self.mask = np.ones((n, len(ACTIONS)), bool)
         self.reward = np.zeros(n)
@@ -241,39 +213,41 @@ class ReleaseBatch:
         """Each lane's return once its episode is over (the scalar ``Episode.total_reward``)."""
         self._float_rows = np.array([list(_F64).index(f) for f in FLOATS])[:, None]
         self._bool_rows = np.array([_BOOL.index(f) for f in BOOLS])[:, None]
-        self._lanes = np.arange(n)
         self._flat = self._lanes * len(ACTIONS)
         self._earned = np.zeros(n, np.int32)
         self._u0, self._u1 = np.zeros(n), np.zeros(n)  # this step's draws, where computed
 
     # -- resets --------------------------------------------------------------------------
 
-    def seed(self, seeds: Sequence[int] | np.ndarray, lanes: np.ndarray | None = None) -> None:
-        """Seed the lanes' seed streams, as ``env.reset(seed=s)`` seeds a scalar env's."""
-        lanes = self._lanes if lanes is None else np.asarray(lanes)
-        seeds = list(seeds)
-        if len(seeds) != lanes.size:
-            raise ReleaseBatchError(f"{len(seeds)} seeds for {lanes.size} lanes")
-        for s in seeds:
-            if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0:
-                raise ReleaseBatchError(f"Seed must be a python integer >= 0, got {s!r}")
-        self._streams.seed(lanes, [int(s) for s in seeds])
-        if self._queue is not None:
-            self._queue.count[lanes] = 0
+    def _compute_starts(self, lanes: np.ndarray, k: int) -> dict[str, np.ndarray]:
+        """The next ``k`` starts of each of ``lanes`` (for the :class:`StartQueue`)."""
+        seeds, draws, states = self._streams.starts(lanes, k, DRAWS)
+        mixed = np.tile(self._mixed[lanes], k)
+        family, floats, bools = self._facts.of(
+            draws.reshape(DRAWS, -1), mixed, np.tile(self._named[lanes], k)
+        )
+        # a named scenario's episode drew 17 numbers at reset, a mixed one 18
+        after = np.where(mixed, states[:, 1].reshape(4, -1), states[:, 0].reshape(4, -1))
+        shape = (k, lanes.size)
+        return {
+            "seeds": seeds,
+            "family": family.astype(np.int32).reshape(shape),
+            "floats": floats.reshape(len(floats), *shape),
+            "bools": bools.reshape(len(bools), *shape),
+            "states": after.reshape(4, *shape),
+        }
 
     def reset(self, lanes: np.ndarray | None = None, *, encode: bool = True) -> None:
         """Start the next episode on ``lanes`` (all by default; indices or a mask); lanes
         never seeded are seeded from fresh entropy first, as an env reset without a seed is.
         """
-        lanes = self._lanes if lanes is None else np.asarray(lanes)
-        if lanes.dtype == bool:
-            lanes = np.flatnonzero(lanes)
+        lanes = self._lanes_to_reset(lanes)
         if lanes.size:
-            unseeded = lanes[~self._streams.seeded(lanes)]
-            if unseeded.size:
-                self.seed(fresh_seeds(unseeded.size), unseeded)
             if self._queue is not None:
-                seeds, family, floats, bools = self._queue.pop(lanes)
+                start = self._queue.pop(lanes)
+                self._streams.resume(lanes, start["states"])
+                seeds, family = start["seeds"], start["family"]
+                floats, bools = start["floats"], start["bools"]
             else:
                 seeds, family, floats, bools = self._start(lanes)
             self.seeds[lanes] = seeds
@@ -352,15 +326,9 @@ class ReleaseBatch:
         runs (others are left as they are, their reward 0).
         """
         n = self.num
-        a = np.asarray(actions)
-        if a.shape != (n,):
-            raise ReleaseBatchError(f"actions must have shape ({n},), got {a.shape}")
         act = ~self.done if active is None else (np.asarray(active, bool) & ~self.done)
-        inside = (a >= 0) & (a < len(ACTIONS))
-        if not inside[act].all():
-            bad = a[act & ~inside][0].item()
-            raise ReleaseBatchError(f"action must be in [0, {len(ACTIONS)}), got {bad!r}")
-        valid = self.mask.ravel()[self._flat + np.where(inside, a, 0)]
+        a = self._check_actions(actions, act, len(ACTIONS))
+        valid = self.mask.ravel()[self._flat + a]
         rejected = act & ~valid
         calls = np.where(act & valid, a, -1).astype(np.int8)
         ends = np.bincount(calls + 1, minlength=len(ACTIONS) + 1).cumsum()
@@ -687,10 +655,3 @@ class ReleaseBatch:
         m[:, 8] = deploy != D_NONE
 
     _totals = [list(_F64).index(f"tot_{name}") for name in RETURN_ORDER]
-
-    def outcomes(self, lanes: np.ndarray | None = None) -> list[str | None]:
-        """The outcome of each lane's episode (``None`` while it runs, or if the time limit
-        stopped it first).
-        """
-        codes = self.outcome if lanes is None else self.outcome[lanes]
-        return [OUTCOMES[c] if c >= 0 else None for c in codes.tolist()]

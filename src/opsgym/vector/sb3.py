@@ -1,8 +1,9 @@
 """The batched worlds as a Stable-Baselines3 ``VecEnv`` (needs the ``train`` extra).
 
 ``MaskablePPO("MlpPolicy", ReleaseSB3VecEnv(256))`` trains on 256 lanes without a Python env
-per lane. It is what ``DummyVecEnv([lambda: gym.make("opsgym/Release-v4", ...)] * n)`` gives
-SB3, lane for lane: the same observations, float32 rewards, dones and masks, the episode's
+per lane (``OversightSB3VecEnv`` for oversight; ``BatchedSB3VecEnv(n, env=...)`` for either).
+It is what ``DummyVecEnv([lambda: gym.make("opsgym/Release-v4", ...)] * n)`` gives SB3, lane
+for lane: the same observations, float32 rewards, dones and masks, the episode's
 last observation in ``info["terminal_observation"]`` with ``info["TimeLimit.truncated"]``, and
 the next episode's first observation returned in its place (SB3 resets on the same step).
 ``seed(s)`` seeds lane ``i`` with ``s + i`` at the next ``reset()``, as SB3's vec envs do.
@@ -19,24 +20,23 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from opsgym.vector.env import WORLDS
-from opsgym.vector.release import OUTCOMES
+from opsgym.vector.env import make_batch, spaces
 
 
-class ReleaseSB3VecEnv(VecEnv):
-    """``num_envs`` release lanes as one SB3 ``VecEnv`` (see the module docstring).
+class BatchedSB3VecEnv(VecEnv):
+    """``num_envs`` lanes of one world as one SB3 ``VecEnv`` (see the module docstring).
 
     Args:
         num_envs: Number of lanes.
-        env: The world (only ``"release"`` so far).
-        **kwargs: As :class:`~opsgym.vector.release.ReleaseBatch` (``scenario``, ``split``,
-            ``overrides``, ``max_steps``, ``max_episode_steps``, ``rng``).
+        env: The world (``"release"`` or ``"oversight"``).
+        **kwargs: As the world's batch (:class:`~opsgym.vector.release.ReleaseBatch`,
+            :class:`~opsgym.vector.oversight.OversightBatch`): ``scenario``, ``split``,
+            ``overrides``, ``config``, ``max_steps``, ``max_episode_steps``, ``rng``.
     """
 
     def __init__(self, num_envs: int, env: str = "release", **kwargs: Any):
-        self.world = WORLDS[env](num_envs, **kwargs)
-        observation_space = gym.spaces.Box(-1.0, 1.0, (24,), np.float32)
-        action_space = gym.spaces.Discrete(self.world.mask.shape[1])
+        self.world = make_batch(num_envs, env, **kwargs)
+        observation_space, action_space = spaces(self.world)
         self.render_mode = None  # read by VecEnv.__init__ through get_attr
         super().__init__(num_envs, observation_space, action_space)
         self._actions = np.zeros(num_envs, np.int64)
@@ -69,7 +69,7 @@ class ReleaseSB3VecEnv(VecEnv):
         if ended.size:
             last = world.obs[ended].copy()
             cut = (truncated & ~terminated)[ended].tolist()
-            outcomes = [OUTCOMES[c] if c >= 0 else None for c in world.outcome[ended].tolist()]
+            outcomes = world.outcomes(ended)
             for j, lane in enumerate(ended.tolist()):
                 info = infos[lane]
                 info["terminal_observation"] = last[j]
@@ -118,3 +118,17 @@ class ReleaseSB3VecEnv(VecEnv):
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Lanes do not render."""
         return [None for _ in range(self.num_envs)]
+
+
+class ReleaseSB3VecEnv(BatchedSB3VecEnv):
+    """:class:`BatchedSB3VecEnv` of the release world."""
+
+    def __init__(self, num_envs: int, env: str = "release", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)
+
+
+class OversightSB3VecEnv(BatchedSB3VecEnv):
+    """:class:`BatchedSB3VecEnv` of the oversight world."""
+
+    def __init__(self, num_envs: int, env: str = "oversight", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)
