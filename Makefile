@@ -35,6 +35,7 @@ bench: setup
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/evaluate.py
 	$(BIN)/python benchmarks/server.py
+	$(BIN)/python benchmarks/vector.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis runs
