@@ -74,6 +74,30 @@ def _first_field(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | No
     return None
 
 
+def rebuild(record: dict[str, Any]) -> Episode:
+    """A fresh episode from ``record``'s header, before any call: built as it was made, not
+    through today's episode request (:func:`labels_of` says what that would refuse).
+
+    Raises:
+        RecordError: the header names no world, scenario or seed that can be built.
+    """
+    source = record.get("token_source", "fixed")
+    try:
+        world = lookup(record["env"])
+        return Episode(
+            world,
+            world.scenario(record["scenario"]),
+            record["seed"],
+            max_steps=record.get("max_steps"),
+            overrides=record.get("overrides") or None,
+            config=record.get("config") or None,
+            reward_timing=record.get("reward_timing", "end"),
+            token_source="caller" if source == "fixed" else source,
+        )
+    except (OpsgymError, ValueError, TypeError, KeyError) as exc:
+        raise RecordError(f"Record header cannot be replayed: {exc}") from exc
+
+
 def replay(record: dict[str, Any]) -> ReplayResult:
     """Recompute ``record`` and compare. Raises :class:`RecordError` if it cannot be read."""
     if not isinstance(record, dict):
@@ -85,20 +109,7 @@ def replay(record: dict[str, Any]) -> ReplayResult:
         raise RecordError(f"Record format {record['format']!r} is not {RECORD_FORMAT!r}.")
     calls = record["calls"]
     source = record.get("token_source", "fixed")
-    try:  # as it was made, not through today's request: the labels say what it would refuse
-        world = lookup(record["env"])
-        episode = Episode(
-            world,
-            world.scenario(record["scenario"]),
-            record["seed"],
-            max_steps=record.get("max_steps"),
-            overrides=record.get("overrides") or None,
-            config=record.get("config") or None,
-            reward_timing=record.get("reward_timing", "end"),
-            token_source="caller" if source == "fixed" else source,
-        )
-    except (OpsgymError, ValueError, TypeError) as exc:
-        raise RecordError(f"Record header cannot be replayed: {exc}") from exc
+    episode = rebuild(record)
     for call in calls:
         if episode.done:
             break

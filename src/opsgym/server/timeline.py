@@ -24,8 +24,8 @@ from typing import Any
 import orjson
 
 import opsgym
-from opsgym.core.errors import OpsgymError, RecordError
-from opsgym.core.replay import ReplayResult
+from opsgym.core.errors import RecordError
+from opsgym.core.replay import ReplayResult, rebuild
 
 CACHED = 64
 """Timelines the server keeps (each holds every step's observation: tens of kilobytes)."""
@@ -81,7 +81,7 @@ def build(record: dict[str, Any]) -> Timeline:
         RecordError: the record cannot be replayed (a missing field, a bad header).
     """
     result = opsgym.replay(record)  # checks the record's fields and its header first
-    episode = _fresh(record)
+    episode = rebuild(record)
     source = record.get("token_source", "fixed")
     observations = [episode.observe()]
     outcomes: list[dict[str, Any]] = []
@@ -115,24 +115,6 @@ def build(record: dict[str, Any]) -> Timeline:
         lies=outcomes,
         lie_summary=ledger.summary(),
     )
-
-
-def _fresh(record: dict[str, Any]) -> Any:
-    """A new episode from the record's header, as :func:`opsgym.core.replay.replay` makes it."""
-    source = record.get("token_source", "fixed")
-    try:
-        return opsgym.make(
-            record["env"],
-            scenario=record["scenario"],
-            seed=record["seed"],
-            max_steps=record.get("max_steps"),
-            overrides=record.get("overrides") or None,
-            config=record.get("config") or None,
-            reward_timing=record.get("reward_timing", "end"),
-            token_source="caller" if source == "fixed" else source,
-        )
-    except (OpsgymError, ValueError, TypeError) as exc:
-        raise RecordError(f"Record header cannot be replayed: {exc}") from exc
 
 
 def _told(event: dict[str, Any]) -> dict[str, Any]:
