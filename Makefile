@@ -25,6 +25,7 @@ run: setup  ## the main job: the server on 127.0.0.1 with the SQLite store in ru
 
 lint: setup  ## ruff, then the import contracts of pyproject.toml (the layers)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
 
 test: lint

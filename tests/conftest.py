@@ -137,9 +137,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         )
 
 
-def playable(
-    env: str, scenario: str | None, seed: int, families: Iterable[Any] = ()
-) -> int:
+def playable(env: str, scenario: str | None, seed: int, families: Iterable[Any] = ()) -> int:
     """``seed``, or the dev or test seed of its ten (8 for an even seed, 9 for an odd one) where
     the episode request refuses it: a held-out family (the scenario, or any of ``families`` a
     ``mixed`` episode is forced to) never meets a train seed. Tests that sweep seeds use it.

@@ -48,8 +48,9 @@ def test_make_and_run_refuse_it_and_play_it_on_a_test_seed(env):
 def test_a_mixed_episode_forced_to_a_held_out_family_on_a_train_seed_is_refused(env):
     with pytest.raises(HeldOutFamilyError, match="is a held-out family"):
         opsgym.make(env, "mixed", 0, overrides={"family": HELD_OUT[env]})
-    assert opsgym.make(env, "mixed", 8, overrides={"family": HELD_OUT[env]}).family.name == (
-        HELD_OUT[env]
+    assert (
+        opsgym.make(env, "mixed", 8, overrides={"family": HELD_OUT[env]}).family.name
+        == (HELD_OUT[env])
     )
 
 

@@ -375,3 +375,32 @@ def test_eval_shows_a_slow_policys_latest_turn_and_outside_a_terminal_says_so_on
 
         assert list(beat.progress(played(), 1)) == ["a"]
         assert bar.tasks[-1].fields["status"] == "turn 1 [of 60]"
+
+
+def test_charts_draw_each_outcome_by_its_meaning_never_unsafe_in_green(tmp_path):
+    """Regression (issue 21): outcomes.png took matplotlib's colour cycle, which drew the
+    release's `unsafe` in green. Harmful outcomes are red and hatched, unfinished ones grey and
+    dotted, safe ones blue or green and plain, and each legend label says which."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgb
+
+    from opsgym.evaluation.report import outcome_styles
+
+    styles = outcome_styles(
+        "release", ["deployed_verified", "unsafe", "incomplete", "rolled_back_verified"]
+    )
+    red, green, blue = to_rgb(styles["unsafe"][0])
+    assert red > 0.6 and green < 0.3 and blue < 0.3 and styles["unsafe"][1] == "xx"
+    assert styles["unsafe"][2] == "unsafe (harm)"
+    grey = to_rgb(styles["incomplete"][0])
+    assert max(grey) - min(grey) < 0.2 and styles["incomplete"][1] == ".."
+    for safe in ("deployed_verified", "rolled_back_verified"):
+        r, g, b = to_rgb(styles[safe][0])
+        assert r < 0.4 and max(g, b) > 0.4 and styles[safe][1] == ""
+    assert styles["deployed_verified"][0] != styles["rolled_back_verified"][0]
+    for env, harmful in (("fleet", "destroyed"), ("oversight", "unsafe_ship")):
+        assert outcome_styles(env, [harmful])[harmful][2].endswith("(harm)")
+    result = evaluate(
+        "release", ["naive"], ["mixed"], episodes=6, db=tmp_path / "s.sqlite", out=tmp_path / "o"
+    )
+    assert (tmp_path / "o" / "outcomes.png").stat().st_size > 1000 and result.stored == 6

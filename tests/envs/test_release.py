@@ -348,9 +348,7 @@ def test_a_rollback_detour_before_shipping_earns_less_than_shipping_directly():
     detour = ["rollback", ("health_check", {"target": "auto"}), "verify"]
     fine = {**FINE, "deploy_times_out": False}
     direct, _ = play("nominal", 1, ["stage", "deploy", "migrate", *ship], overrides=fine)
-    farmed, rs = play(
-        "nominal", 1, ["stage", "deploy", "migrate", *detour, *ship], overrides=fine
-    )
+    farmed, rs = play("nominal", 1, ["stage", "deploy", "migrate", *detour, *ship], overrides=fine)
     assert direct.verdict.outcome == farmed.verdict.outcome == "deployed_verified"
     assert all(r.rejected is None for r in rs)
     assert farmed.rewards.totals["progress"] == direct.rewards.totals["progress"]

@@ -55,7 +55,6 @@ class HeldOutFamilyError(OpsgymError, ValueError):
     """A held-out family was asked for on the ``train`` split (see :mod:`opsgym.core.request`)."""
 
 
-
 class MissingExtraError(OpsgymError, ImportError):
     """A part of opsgym that needs an extra that is not installed.
 

@@ -155,9 +155,7 @@ class EpisodeRequest:
             raise UnknownNameError("token source", self.token_source, TOKEN_SOURCES)
         return Resolved(self, spec, scenario, seed, split, drawn, config, overrides, timing)
 
-    def start(
-        self, rng: np.random.Generator | None = None, *, evaluation: bool = False
-    ) -> Episode:
+    def start(self, rng: np.random.Generator | None = None, *, evaluation: bool = False) -> Episode:
         """``resolve(rng, evaluation=evaluation).start()``."""
         return self.resolve(rng, evaluation=evaluation).start()
 

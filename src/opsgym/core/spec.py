@@ -93,12 +93,15 @@ class Route:
         handler: ``handler(body) -> JSON value`` (``handler()`` for a route without a body).
         body: The pydantic model of the request body (``extra="forbid"``); ``None`` for none.
             A ``GET`` takes none.
+        reply: The pydantic model of the answer, for the OpenAPI document (typed clients are
+            generated from it); ``None`` documents a JSON object.
     """
 
     method: str
     path: str
     handler: Callable[..., Any]
     body: type[BaseModel] | None = None
+    reply: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         if self.method not in ROUTE_METHODS:
@@ -130,6 +133,9 @@ class EnvSpec:
         encoder: Factory of the vector view used by the Gym face.
         policies: Scripted policies by name (``random`` is generic and always available).
         safe_outcomes: Outcomes that count as a safe end of the episode.
+        harmful_outcomes: Outcomes in which the agent did harm (a broken release shipped, the
+            job destroyed). With ``safe_outcomes`` they give every outcome its meaning
+            (:meth:`outcome_kind`), which every chart and page draws the same way.
         settled: Reward components computed from hidden facts, paid on the episode's last step
             (see :mod:`opsgym.core.rewards`).
         exploits: The exploit suite ``opsgym audit`` runs against this world.
@@ -167,6 +173,7 @@ class EnvSpec:
     encoder: Callable[[], Encoder]
     policies: dict[str, Callable[[], Any]] = field(default_factory=dict)
     safe_outcomes: frozenset[str] = frozenset()
+    harmful_outcomes: frozenset[str] = frozenset()
     settled: frozenset[str] = frozenset()
     exploits: tuple[Exploit, ...] = ()
     reward_checks: tuple[RewardCheck, ...] = ()
@@ -188,6 +195,16 @@ class EnvSpec:
             if (route.method, route.path) in seen:
                 raise SpecError(f"{self.name}: two routes {route.method} {route.path}")
             seen.add((route.method, route.path))
+
+    def outcome_kind(self, outcome: str | None) -> str:
+        """What ``outcome`` means: ``safe``, ``harmful`` or ``unfinished`` (anything else: not
+        safe, but no harm done, such as a rollout cut short or an unnecessary hold).
+        """
+        if outcome in self.safe_outcomes:
+            return "safe"
+        if outcome in self.harmful_outcomes:
+            return "harmful"
+        return "unfinished"
 
     @property
     def summary(self) -> str:

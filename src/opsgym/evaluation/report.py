@@ -39,6 +39,41 @@ def _num(value: float | None, fmt: str = "{:.2f}") -> str:
     )
 
 
+PALETTE = {
+    "safe": ("#2b6cb0", "#2c7a7b", "#2f855a", "#4c51bf"),
+    "harmful": ("#c53030", "#9b2c2c", "#e53e3e"),
+    "unfinished": ("#718096", "#a0aec0", "#4a5568", "#cbd5e0"),
+}
+"""One outcome palette everywhere, meaning before decoration: safe outcomes in calm blues and
+greens, harmful ones in red, unfinished ones in grey (issue 21)."""
+
+HATCH = {"safe": "", "harmful": "xx", "unfinished": ".."}
+"""Each kind's pattern, so that colour is never the only sign of what an outcome means."""
+
+MARK = {"safe": "safe", "harmful": "harm", "unfinished": "unfinished"}
+"""Each kind's word in a legend."""
+
+
+def outcome_styles(env: str, outcomes: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+    """``{outcome: (colour, hatch, legend label)}`` for ``env``'s outcomes, by what each means
+    (:meth:`~opsgym.core.spec.EnvSpec.outcome_kind`).
+    """
+    from opsgym.core.registry import spec
+
+    world, used = spec(env), {kind: 0 for kind in PALETTE}
+    styles = {}
+    for outcome in outcomes:
+        kind = world.outcome_kind(outcome)
+        colours = PALETTE[kind]
+        styles[outcome] = (
+            colours[used[kind] % len(colours)],
+            HATCH[kind],
+            f"{outcome} ({MARK[kind]})",
+        )
+        used[kind] += 1
+    return styles
+
+
 def outcome_names(summary: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every outcome named in ``summary``, in first-seen order."""
     names: list[str] = []
@@ -203,6 +238,13 @@ def _markdown(result: EvaluationResult, charts: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _bar_style(name: str, styles: Mapping[str, tuple[str, str, str]] | None) -> dict[str, Any]:
+    if not styles or name not in styles:
+        return {"label": name}
+    colour, hatch, label = styles[name]
+    return {"label": label, "color": colour, "hatch": hatch, "edgecolor": "white"}
+
+
 def _charts(result: EvaluationResult, out: Path) -> list[str]:
     try:
         import matplotlib
@@ -224,7 +266,10 @@ def _charts(result: EvaluationResult, out: Path) -> list[str]:
         plt.close(fig)
         written.append(name)
 
-    def grouped(series: dict[str, list[tuple[float, float, float] | None]]) -> tuple[Any, Any]:
+    def grouped(
+        series: dict[str, list[tuple[float, float, float] | None]],
+        styles: Mapping[str, tuple[str, str, str]] | None = None,
+    ) -> tuple[Any, Any]:
         """Bars per policy x scenario, one per series; each value ``(rate, low, high)``."""
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels) * max(1, len(series))), 4))
         width = 0.8 / max(1, len(series))
@@ -236,7 +281,7 @@ def _charts(result: EvaluationResult, out: Path) -> list[str]:
                 width,
                 yerr=[[v[0] - v[1] for _, v in kept], [v[2] - v[0] for _, v in kept]],
                 capsize=2,
-                label=name,
+                **_bar_style(name, styles),
             )
         ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(labels))], labels)
         ax.set_ylim(0, 1)
@@ -248,7 +293,8 @@ def _charts(result: EvaluationResult, out: Path) -> list[str]:
     outcomes = {
         o: [interval(e["outcomes"].get(o)) for e in summary] for o in outcome_names(summary)
     }
-    save(*grouped(outcomes), "outcomes.png", "Outcomes", "rate (95% Wilson interval)")
+    styles = outcome_styles(env, list(outcomes))
+    save(*grouped(outcomes, styles), "outcomes.png", "Outcomes", "rate (95% Wilson interval)")
 
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4))
     above, below = [0.0] * len(labels), [0.0] * len(labels)

@@ -69,6 +69,7 @@ def describe_env(name: str) -> dict[str, Any]:
         "tools": tools_of(s.name),
         "outcomes": sorted(s.outcome_rewards),
         "safe_outcomes": sorted(s.safe_outcomes),
+        "harmful_outcomes": sorted(s.harmful_outcomes),
         "curriculum": s.curriculum is not None,
     }
 

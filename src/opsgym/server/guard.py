@@ -65,7 +65,6 @@ HOST_REFUSED = (
 )
 
 
-
 def host_name(host: bytes) -> str:
     """The host name of a ``Host`` header, lower-cased, without its port (``[::1]`` keeps its
     brackets); ``""`` for a malformed one.

@@ -71,6 +71,7 @@ def check_episode(role: str, seed: Any, *, curriculum: bool = False) -> None:
             "client shares (the operator token may)"
         )
 
+
 AGENT_KINDS = frozenset({"planner"})
 """Prefixed kinds the agent token may name: a scripted policy writing tool calls."""
 

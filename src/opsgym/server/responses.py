@@ -48,6 +48,10 @@ class EnvInfo(Reply):
     tools: list[dict[str, Any]] = Field(description="OpenAI-style function schemas.")
     outcomes: list[str]
     safe_outcomes: list[str]
+    harmful_outcomes: list[str] = Field(
+        description="Outcomes in which the agent did harm; the rest of the unsafe ones are "
+        "unfinished. Every chart draws safe calm, harmful red, unfinished grey."
+    )
     curriculum: bool = Field(description="Whether the world has levels (a curriculum).")
 
 
@@ -114,6 +118,14 @@ class ReplayCheck(Reply):
     recorded_hash: str
     replayed_hash: str
     verdict: Verdict | None = Field(description="The record's verdict, if the replay matched.")
+    labels: list[str] = Field(
+        default_factory=list,
+        description="What makes the record unfit for a leaderboard: forced facts, dense reward "
+        "timing, a held-out family on a train seed (empty for an honest episode).",
+    )
+    admissible: bool | None = Field(
+        None, description="The replay matched and the record carries no label."
+    )
 
 
 class RecordedEvent(Reply):

@@ -188,9 +188,7 @@ class Session:
         self.driver = "client"
         return self.episode.step(tool, args, tokens=call_tokens(tool, args))
 
-    def play(
-        self, policy: str, *, to_end: bool, runs_dir: str | None = None
-    ) -> list[StepResult]:
+    def play(self, policy: str, *, to_end: bool, runs_dir: str | None = None) -> list[StepResult]:
         """Let the named ``policy`` make one call, or every call to the end (trained policies
         named ``KIND:runs:NAME`` are found in ``runs_dir``).
         """

@@ -49,6 +49,7 @@ def router(taken: Iterable[BaseRoute] = ()) -> APIRouter:
                 methods=[route.method],
                 name=route.name,
                 tags=["worlds"],
+                response_model=route.reply or dict[str, Any],
             )
     return api
 

@@ -377,6 +377,7 @@ SPEC = EnvSpec(
     encoder=FleetEncoder,
     policies=POLICIES,
     safe_outcomes=frozenset({"recovered", "recovered_with_damage"}),
+    harmful_outcomes=frozenset({"destroyed"}),
     settled=SETTLED,
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,

@@ -37,6 +37,18 @@ class ComposeRequest(BaseModel):
     params: ComposeParams = Field(default_factory=ComposeParams)
 
 
+class Challenge(BaseModel):
+    """What POST /api/envs/fleet/compose answers: the generated challenge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The challenge's scenario name (its faults joined by '+').")
+    description: str
+    faults: list[str] = Field(description="The faults it injects, in order.")
+    params: dict[str, Any] = Field(description="The task parameters it runs with.")
+    hidden_facts: list[str] = Field(description="The hidden facts its seeds draw.")
+
+
 def compose_challenge(body: ComposeRequest) -> dict[str, Any]:
     """Generate a fleet challenge from faults (what the generated incident holds)."""
     params = body.params.model_dump(exclude_none=True)
@@ -50,4 +62,4 @@ def compose_challenge(body: ComposeRequest) -> dict[str, Any]:
     }
 
 
-ROUTES = (Route("POST", "/compose", compose_challenge, ComposeRequest),)
+ROUTES = (Route("POST", "/compose", compose_challenge, ComposeRequest, Challenge),)

@@ -266,6 +266,7 @@ SPEC = EnvSpec(
     encoder=OversightEncoder,
     policies=POLICIES,
     safe_outcomes=SAFE_OUTCOMES,
+    harmful_outcomes=frozenset({"unsafe_ship"}),
     settled=SETTLED,
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,

@@ -278,6 +278,7 @@ SPEC = EnvSpec(
     encoder=ReleaseEncoder,
     policies=POLICIES,
     safe_outcomes=frozenset({"deployed_verified", "rolled_back_verified"}),
+    harmful_outcomes=frozenset({"unsafe"}),
     settled=frozenset({"unsafe", "downtime"}),
     exploits=EXPLOITS,
     reward_checks=REWARD_CHECKS,
