@@ -23,10 +23,11 @@ run: setup  ## the main job: the server on 127.0.0.1 with the SQLite store in ru
 	$(BIN)/opsgym eval --verify release__oracle+naive__mixed__test__50x1 --db $(DB)
 	$(BIN)/opsgym serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
-lint: setup  ## ruff, then the import contracts of pyproject.toml (the layers)
+lint: setup  ## ruff (check, format), the import contracts (the layers), mypy (strict on core)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: lint
 	$(BIN)/pytest -q -n 2

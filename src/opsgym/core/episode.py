@@ -329,10 +329,9 @@ class Episode:
         obs = self.world.observe()
         obs["step"] = self.steps
         obs["steps_left"] = self.max_steps - self.steps if self.max_steps else None
-        last = self._last
-        if last is not None:  # kept as a tuple: the dict is built only when someone looks
-            last = {"tool": last[0], "rejected": last[1], "report": last[2]}
-        obs["last"] = fresh(last)
+        last = self._last  # kept as a tuple: the dict is built only when someone looks
+        shown = None if last is None else {"tool": last[0], "rejected": last[1], "report": last[2]}
+        obs["last"] = fresh(shown)
         obs["done"] = self.done
         return obs
 
@@ -419,6 +418,7 @@ class Episode:
             rewards.add("invalid")
             report: dict[str, Any] = {"error": rejected}
         else:
+            assert tool is not None and args is not None  # a call that runs was parsed
             world.lies.before_call(self.steps, tool.name, args)
             report = world.apply(tool, args)
             if tool.terminal:

@@ -26,7 +26,7 @@ class UnknownNameError(OpsgymError, KeyError):
         super().__init__(f"Unknown {kind} {name!r}.{hint} Known: {', '.join(known)}.")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
-        return self.args[0]
+        return str(self.args[0])
 
 
 class InvalidSeedError(OpsgymError, ValueError):

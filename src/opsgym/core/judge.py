@@ -6,11 +6,11 @@ events, so a verdict can be recomputed from a stored record alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Event = dict[str, Any]
+Event = Mapping[str, Any]
 Check = Callable[[dict[str, Any], Sequence[Event]], tuple[bool, str]]
 
 

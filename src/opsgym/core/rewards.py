@@ -32,7 +32,7 @@ def check_reward_timing(timing: object) -> str:
     """Return ``timing`` if it names a reward timing, else raise with the known names."""
     if timing not in REWARD_TIMINGS:
         raise UnknownNameError("reward timing", timing, REWARD_TIMINGS)
-    return timing  # type: ignore[return-value]
+    return timing
 
 
 class LeakingConfigError(OpsgymError, ValueError):

@@ -87,7 +87,8 @@ class World:
         finishes. A handler may let more time pass (a deploy that hangs until a timeout).
         """
         self.advance(tool.minutes)
-        return getattr(self, tool.handler)(args)
+        report: dict[str, Any] = getattr(self, tool.handler)(args)
+        return report
 
     def advance(self, minutes: float) -> None:
         """Let ``minutes`` of simulated time pass (subclasses accrue time-based costs here)."""
