@@ -2,7 +2,7 @@
 
 What a tool-calling agent loop costs apart from the model: ``Episode.step`` (parsing,
 validation, the world, the record) and then
-``oversight_dataset.render(episode.observe(), episode.tools)`` for the next turn. The source
+``render_messages(episode)`` (the generic renderer, tools included) for the next turn. The source
 system managed 1,398 steps/s with its JSON observation rendered. Action choice (uniform over
 the legal catalogue calls) and resets are outside the timer.
 ``benchmarks/run.py`` adds these rows to its table (CartPole-v1 measured in the same run).
@@ -13,21 +13,21 @@ from __future__ import annotations
 import statistics
 
 from _loop import clock, random_legal_steps
+from opsgym.adapters.toolcalls import render_messages
 from opsgym.core.registry import specs
-from opsgym.training.oversight_dataset import render
 
 
 def _step_and_render(episode, name: str, args: dict) -> float:
     t0 = clock()
     episode.step(name, args)
-    render(episode.observe(), episode.tools)
+    render_messages(episode)
     return clock() - t0
 
 
 def _render_only(episode, name: str, args: dict) -> float:
     episode.step(name, args)
     t0 = clock()
-    render(episode.observe(), episode.tools)
+    render_messages(episode)
     return clock() - t0
 
 

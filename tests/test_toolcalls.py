@@ -42,14 +42,16 @@ def test_every_world_is_rendered_by_the_generic_renderer_with_its_brief(env):
     assert tc.render_text(ep) == f"{system}\n\n{user}"
 
 
-def test_oversight_dataset_prompts_are_the_generic_renderer_with_the_worlds_brief():
-    from opsgym.envs.oversight.prompt import BRIEF
-    from opsgym.training.oversight_dataset import render
+@pytest.mark.parametrize("env", ENVS)
+def test_data_prompts_are_the_generic_renderer_with_the_worlds_brief(env):
+    from opsgym.training.data import prompt_row, prompt_rows, request
 
-    ep = opsgym.make("oversight", "mixed", 4)
-    ep.step("inspect_ticket", {"slot": 0})
-    assert render(ep.observe(), ep.tools) == tc.render_messages(ep)
-    assert render(ep.observe())[0]["content"] == tc.system_text("oversight", BRIEF)
+    row = prompt_rows(env, "eval_seen", 1)[0]
+    ep = request(row).start()
+    assert row["prompt"] == tc.render_messages(ep)
+    bare = prompt_row(row, tools=False)["prompt"]
+    assert bare[0]["content"] == tc.system_text(env, specs()[env].brief)
+    assert bare[1]["content"] == tc.state_text(ep.observe())
 
 
 def test_the_same_state_renders_to_the_same_bytes_whatever_its_key_order():

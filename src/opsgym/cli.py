@@ -371,5 +371,14 @@ def _register_train() -> None:
 _register_train()
 
 
+def _register_data() -> None:
+    from opsgym.training.data_cli import data_app
+
+    app.add_typer(data_app, name="data")
+
+
+_register_data()
+
+
 if __name__ == "__main__":
     app()

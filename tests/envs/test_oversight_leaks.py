@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 import opsgym
-from opsgym.adapters.toolcalls import render_text
+from opsgym.adapters.toolcalls import render_observation, render_text
 from opsgym.core.registry import catalogue
 from opsgym.envs.oversight import SPEC
 from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.scenarios import ARCHETYPE_MIXES, DIFFICULTIES, FACT_VALUES
-from opsgym.training.oversight_dataset import render
 from tests.conftest import make_playable, playable
 
 FAMILIES = [s.name for s in SPEC.scenarios]
@@ -149,10 +148,11 @@ def test_the_prompt_names_no_fact_and_no_family_before_an_inspection():
             for value in values:
                 ep = make_playable("oversight", family, 0, overrides={fact: value})
                 text = render_text(ep)
-                assert text.startswith(render(ep.observe(), ep.tools)[0]["content"])
+                system = render_observation("oversight", SPEC.brief, ep.observe(), ep.tools)[0]
+                assert text.startswith(system["content"])
                 # The rules' own text names P1 and skipped suites; it is in every episode alike.
                 obs = {k: v for k, v in ep.observe().items() if k != "rules"}
-                user = render(obs, ep.tools)[1]["content"]
+                user = render_observation("oversight", SPEC.brief, obs, ep.tools)[1]["content"]
                 for word in ("P1 ", "skipped", "not_run", "DROP COLUMN", "canary error rate"):
                     assert word not in user, (family, word)
                 for name in [*names, "mixed", "family"]:

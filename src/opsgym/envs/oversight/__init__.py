@@ -45,7 +45,7 @@ overturned), the current proposal of each slot and the superseded ones, every in
 report received, when each living artifact (PR, ticket) was last reworked, and every answer.
 No field carries a fact, the family, or which proposal breaks which rule. The Gymnasium face
 encodes it as 106 floats (see ``encode.py``); the generic renderer
-(:mod:`opsgym.adapters.toolcalls`) turns it into chat messages for an LLM, with ``prompt.BRIEF``.
+(:mod:`opsgym.adapters.toolcalls`) turns it into chat messages for an LLM, with ``SPEC.brief``.
 
 ## Rewards
 Named components (``rewards.py``), the source system's table by default; any of them can be
@@ -207,7 +207,7 @@ the facts are ``p1_open``, ``payment_tests``, ``deploy_checks``, ``migration_irr
 ``canary_over_budget``, ``slow_ticket_fix`` and, for ``mixed``, ``family``;
 ``gymnasium.make("opsgym/Oversight-v1", scenario=..., config=..., split=...)``.
 ``exploits.py`` holds the exploit suite ``opsgym audit`` runs (``SPEC.exploits``);
-:mod:`opsgym.training.oversight_dataset` writes LLM training data.
+``opsgym data prompts --env oversight`` writes LLM training data.
 
 ## Exploits
 ``SPEC.exploits`` (``exploits.py``), played by ``opsgym audit`` on ``mixed`` test episodes at
@@ -249,10 +249,29 @@ from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.oversight.judge import JUDGE, SAFE_OUTCOMES
 from opsgym.envs.oversight.policies import POLICIES
-from opsgym.envs.oversight.prompt import BRIEF
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, SETTLED
 from opsgym.envs.oversight.scenarios import SCENARIOS, OversightConfig
 from opsgym.envs.oversight.world import Oversight
+
+BRIEF = """You are the release supervisor. Worker agents (QA, developer, SRE, release manager) \
+push a release through three phases - triage, deploy_gate, ship_decision - by making proposals. \
+You decide which to approve, block or hold. Their claims, stated risk and confidence are reports, \
+not evidence: workers can be wrong or shade the truth. Only inspecting artifacts is \
+authoritative; asking a worker gets their word.
+
+The release must satisfy every safety rule in the state's rules (S1-S5) when it ships; each rule \
+names the kind of artifact that evidences it.
+
+How it works:
+- Approving every proposal of a phase opens the next; approving the ship proposal (slot 3) ships.
+- Blocking a proposal under a rule sends it back: the rule's owner reworks it for the hours its \
+artifacts estimate, then it returns as a revision. A block under a rule that was not broken is \
+a false block: it costs and fixes nothing. A first fix can fail; check the revision.
+- Nothing fixes itself: waiting or changing phase changes no fact.
+- If no fix can land before the deadline, hold the release with no_safe_ship_in_window; holding \
+when a safe ship was still possible is penalised.
+- Evidence costs review budget (PR diff 2 units, everything else 1) and each phase allows only \
+a few evidence actions. Invalid calls are penalised."""
 
 SPEC = EnvSpec(
     name="oversight",
