@@ -48,18 +48,15 @@ LOST_AT_MINUTE = -3.0
 class Claim:
     """What one misleading report said, as much as settling it needs (the manual's "Lies").
 
-    ``about`` names the claim (a lie is not told again while one about the same thing is
-    open); ``reads`` are the deep reads that show the truth of it, ``(tool, node | rank | file
-    | ANY | None)``; ``aims`` are the calls premised on it, ``(tool, key)``, each trusting it
-    only if, when made, it is wrong by the truth; ``known``: the agent already held one of the
-    ``reads``, current, when it was told (then any call settles it as reconciled).
+    ``reads`` are the deep reads that show the truth of it, ``(tool, node | rank | file | ANY
+    | None)``; ``aims`` are the calls premised on it, ``(tool, key)``, each trusting it only
+    if, when made, it is wrong by the truth. What it is about, and whether the agent already
+    held one of the ``reads`` when it was told, the ledger keeps (:mod:`opsgym.core.lies`).
     """
 
     kind: str
-    about: tuple[Any, ...]
     reads: tuple[tuple[str, Any], ...]
     aims: tuple[tuple[str, Any], ...]
-    known: bool = False
 
 
 class Fleet(Actions, Diagnostics, World):
@@ -131,7 +128,6 @@ class Fleet(Actions, Diagnostics, World):
         self._charged = 0
         self._log_charged = 0.0  # log(max(_charged, 1)), kept rather than recomputed
         self._call = 0
-        self._lied: dict[tuple[Any, ...], Any] = {}  # claim.about -> its last Lie
         # the truth snapshot kept between calls (see ``truth``): the task and its faults set here
         self._snap = dict.fromkeys(_TRUTH)
         self._snap.update(task=scenario.name, faults=self._present_list)
@@ -453,24 +449,18 @@ class Fleet(Actions, Diagnostics, World):
         aims: tuple[tuple[str, Any], ...],
         detail: str,
     ) -> None:
-        """Mark the report being made now as a lie (a :class:`Claim`), unless one about the
-        same thing is still open (a report repeated before the agent settled the first).
+        """Mark the report being made now as a lie (a :class:`Claim`) about ``about``: told
+        once while open, and known when the agent holds a current read that reconciles it.
         """
-        old = self._lied.get(about)
-        if old is not None and old.status == "open":
-            return
-        known = any(self._holds(tool, key) for tool, key in reads)
-        claim = Claim(kind, about, reads, aims, known)
-        told = self.lies.told
-        before = len(told)
+        claim = Claim(kind, reads, aims)
         self.lies.tell(
             kind,
             reconciled_by=partial(self._reconciles, claim),
             trusted_by=partial(self._trusts, claim),
             detail=detail,
+            about=about,
+            known=any(self._holds(tool, key) for tool, key in reads),
         )
-        if len(told) > before:
-            self._lied[about] = told[-1]
 
     def _holds(self, tool: str, key: Any) -> bool:
         """Whether the agent holds a current read ``(tool, key)``: one gathered after the last
@@ -495,9 +485,7 @@ class Fleet(Actions, Diagnostics, World):
         return read is not None and read["call"] > v.last_remediation
 
     def _reconciles(self, claim: Claim, tool: str, args: Any) -> bool:
-        """A deep read of what the claim is about (or any call, when the agent held one)."""
-        if claim.known:
-            return True
+        """A deep read of what the claim is about."""
         for name, key in claim.reads:
             if name != tool:
                 continue
