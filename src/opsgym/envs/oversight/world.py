@@ -32,7 +32,7 @@ from opsgym.envs.oversight.domain import (
 from opsgym.envs.oversight.lies import ALL_CLEAR_ANSWER, FIX_NOT_HELD, STATEMENTS, Claim
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
 from opsgym.envs.oversight.scenarios import FACT_VALUES, OVERRIDABLE, draw, rework_hours, settings
-from opsgym.envs.oversight.view import (
+from opsgym.envs.oversight.state import (
     AskArgs,
     BlockArgs,
     CiArgs,
