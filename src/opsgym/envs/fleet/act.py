@@ -11,6 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from opsgym.core.tools import NoArgs, tool
 from opsgym.envs.fleet import state as st
+from opsgym.envs.fleet.domain import (
+    COALITIONS,
+    DELEGATION_BUDGET,
+    GPUS_PER_NODE,
+    LEAF_OF_NODE,
+    N_NODES,
+    N_RANKS,
+    N_SPINES,
+    SPARE_OF_LEAF,
+    WORKERS,
+)
 from opsgym.envs.fleet.state import (
     CoalitionArgs,
     FileArgs,
@@ -34,17 +45,6 @@ from opsgym.envs.fleet.state import (
     spare_available,
     topology_seen,
     version_checked,
-)
-from opsgym.envs.fleet.tasks import (
-    COALITIONS,
-    DELEGATION_BUDGET,
-    GPUS_PER_NODE,
-    LEAF_OF_NODE,
-    N_NODES,
-    N_RANKS,
-    N_SPINES,
-    SPARE_OF_LEAF,
-    WORKERS,
 )
 from opsgym.envs.fleet.workers import DRAWS, answer, ballots, tally
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from opsgym.core.tools import NoArgs, tool
 from opsgym.envs.fleet import state as st
+from opsgym.envs.fleet.domain import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
 from opsgym.envs.fleet.recorder import flight_recorder
 from opsgym.envs.fleet.state import FlightArgs, NodeArgs, node_in_service, rank_in_service
-from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
 from opsgym.envs.fleet.telemetry import (
     BENCH_DRAWS,
     SCRAPE_DRAWS,

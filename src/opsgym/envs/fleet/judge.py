@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opsgym.core.judge import Event, InvariantResult, Judge, Verdict, accepted, invariant
-from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, bench_holds
+from opsgym.envs.fleet.domain import BENCH_STREAK, BENCH_TARGET, bench_holds
 
 OUTCOME_REWARDS = {
     "recovered": 0.60,

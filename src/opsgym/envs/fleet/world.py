@@ -21,21 +21,18 @@ from opsgym.core.tools import Args, Tool
 from opsgym.core.world import World
 from opsgym.envs.fleet.act import Actions
 from opsgym.envs.fleet.diagnose import ANY, Diagnostics
-from opsgym.envs.fleet.facts import derived, draw, force
-from opsgym.envs.fleet.state import Truth, View, fabric_factor
-from opsgym.envs.fleet.tasks import (
+from opsgym.envs.fleet.domain import (
     BENCH_TARGET,
     DELEGATION_BUDGET,
     GPUS_PER_NODE,
-    LEVELS,
     N_NODES,
     N_SPINES,
     SPARE_OF_LEAF,
     WINDOW_MINUTES,
-    Settings,
     node_of,
-    subgoals,
 )
+from opsgym.envs.fleet.scenarios import LEVELS, Settings, derived, draw, force, subgoals
+from opsgym.envs.fleet.state import Truth, View, fabric_factor
 from opsgym.envs.fleet.telemetry import Inventory, benign_xids
 
 SEQ_PER_MINUTE = 40
