@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
+from opsgym.core.curriculum import Curriculum
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.scenarios import Scenario, mixed
 from opsgym.core.spec import WorldConfig
@@ -128,6 +129,11 @@ class Settings(WorldConfig):
         if isinstance(value, int) and not isinstance(value, bool):
             return {**data, "difficulty_multiplier": float(value)}
         return data
+
+
+def curriculum(**kwargs) -> Curriculum:
+    """An adaptive curriculum over the fleet's three levels; ``config`` feeds ``make``."""
+    return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
 
 
 READS = frozenset(
