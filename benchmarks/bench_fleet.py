@@ -16,7 +16,7 @@ import statistics
 import opsgym
 from _loop import clock, random_legal_steps
 from opsgym.agents import get_policy
-from opsgym.envs.fleet.tasks import TASK_NAMES
+from opsgym.envs.fleet.scenarios import TASK_NAMES
 
 
 def _step_and_observe(episode, name: str, args: dict) -> float:

@@ -55,3 +55,37 @@ def test_matches_may_read_arguments_and_the_ledger_pickles():
 
 def _router_inspection(tool, args):
     return tool == "inspect" and args["target"] in ("router", "all")
+
+
+def test_a_lie_about_the_same_thing_is_not_told_again_while_one_is_open():
+    ledger = LieLedger()
+    for _ in range(2):
+        told = ledger.tell(
+            "masked", reconciled_by=["read"], trusted_by=["drain"], about=("node", 2)
+        )
+    assert told is False and ledger.summary()["told"] == 1
+    assert ledger.tell("masked", reconciled_by=["read"], trusted_by=["drain"], about=("node", 3))
+    ledger.before_call(2, "drain", None)  # settles both: the next report is news again
+    assert ledger.tell("masked", reconciled_by=["read"], trusted_by=["drain"], about=("node", 2))
+    assert ledger.summary()["told"] == 3 and ledger.summary()["trusted"] == 2
+
+
+def test_lies_about_nothing_in_particular_are_each_told():
+    ledger = LieLedger()
+    for _ in range(2):
+        assert ledger.tell("red_herring", reconciled_by=["read"], trusted_by=["drain"])
+    assert ledger.summary()["told"] == 2
+
+
+def test_a_lie_the_agent_already_knew_is_reconciled_by_whatever_call_comes_next():
+    ledger = LieLedger()
+    ledger.tell("green_ci", reconciled_by=["inspect_ci"], trusted_by=["approve"], known=True)
+    ledger.tell("green_ci", reconciled_by=["inspect_ci"], trusted_by=["approve"])
+    ledger.before_call(2, "approve", None)
+    assert [lie.status for lie in ledger.told] == ["reconciled", "trusted"]
+    assert ledger.drain_new()[0] == {
+        "kind": "green_ci",
+        "step": 0,
+        "detail": "",
+        "status": "reconciled",
+    }

@@ -10,9 +10,10 @@ import pytest
 
 import opsgym
 from opsgym.core.errors import UnknownNameError
+from opsgym.envs.fleet.domain import BAD_NCCL, GOOD_NCCL
 from opsgym.envs.fleet.encode import ACTIONS, FleetEncoder
+from opsgym.envs.fleet.scenarios import FleetConfigError
 from opsgym.envs.fleet.state import R_ALERT
-from opsgym.envs.fleet.tasks import BAD_NCCL, GOOD_NCCL, FleetConfigError
 
 GYM_ID = "opsgym/Fleet-v1"
 
@@ -384,7 +385,7 @@ def test_the_difficulty_multiplier_scales_the_level_rates():
 
 
 def test_five_challenges_two_held_out_of_the_train_split():
-    from opsgym.envs.fleet.tasks import CHALLENGES
+    from opsgym.envs.fleet.scenarios import CHALLENGES
 
     assert len(CHALLENGES) == 5
     train, test = opsgym.scenarios("fleet", "train"), opsgym.scenarios("fleet", "test")
@@ -407,7 +408,7 @@ def test_generated_challenges_are_solved_by_the_general_oracle():
 def test_a_composed_challenge_runs_as_an_episode_of_the_fleet():
     from opsgym.core.episode import Episode
     from opsgym.envs.fleet import SPEC
-    from opsgym.envs.fleet.tasks import compose
+    from opsgym.envs.fleet.scenarios import compose
 
     scenario = compose("desync", "oom", name="desync_then_oom")
     assert {"desync_rank", "desync_file", "oom_rank", "oom_present"} <= scenario.hidden.keys()

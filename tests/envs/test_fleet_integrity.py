@@ -13,11 +13,12 @@ import pytest
 import opsgym
 from opsgym.agents import get_policy, play
 from opsgym.envs.fleet import SETTLED
+from opsgym.envs.fleet.domain import BENCH_TARGET, bench_holds
 from opsgym.envs.fleet.encode import FleetEncoder
 from opsgym.envs.fleet.exploits import BlindRestartJob, DrainAlertedNodes
 from opsgym.envs.fleet.judge import _held_under_jitter
+from opsgym.envs.fleet.scenarios import FAMILY_REVEALED_BY, TASKS
 from opsgym.envs.fleet.state import R_ALERT
-from opsgym.envs.fleet.tasks import BENCH_TARGET, FAMILY_REVEALED_BY, TASKS, bench_holds
 
 TEST = opsgym.seeds("test", 200)
 

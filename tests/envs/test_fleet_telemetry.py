@@ -11,7 +11,7 @@ import re
 import pytest
 
 import opsgym
-from opsgym.envs.fleet.tasks import LEVELS
+from opsgym.envs.fleet.scenarios import LEVELS
 
 NCCL_LINE = re.compile(
     r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>[0-7])\] "

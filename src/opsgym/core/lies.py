@@ -10,12 +10,19 @@ approval, a completion). After it is told, the first of those the agent makes de
 * **trusted**: a consequential call came first (the agent acted on the lie unchecked);
 * **open**: neither happened before the episode ended.
 
+Two rules keep a ledger from counting one misleading fact twice, or a report that misled no one:
+
+* **once while open**: a lie names what it is *about* (a rank, a node, an artifact, a scrape);
+  while a lie about the same thing is open, the same report repeated tells nothing new;
+* **already known**: a lie told while the agent holds a current report that contradicts it
+  misleads no one; the next accepted call, whatever it is, reconciles it.
+
 The lies live in the truth: the judge, the record and the store see them, the agent never does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +57,8 @@ class Lie:
     trusts: Match
     detail: str = ""
     status: str = "open"
+    known: bool = False
+    """Told while the agent held a report contradicting it: any accepted call reconciles it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (for the record's truth)."""
@@ -59,13 +68,14 @@ class Lie:
 class LieLedger:
     """The lies told in one episode, and what became of each."""
 
-    __slots__ = ("told", "_step", "_new", "_open")
+    __slots__ = ("told", "_step", "_new", "_open", "_about")
 
     def __init__(self) -> None:
         self.told: list[Lie] = []
         self._step = 0
         self._new: list[Lie] = []
         self._open = 0
+        self._about: dict[Hashable, Lie] = {}
 
     def tell(
         self,
@@ -74,12 +84,33 @@ class LieLedger:
         reconciled_by: Match | Iterable[str],
         trusted_by: Match | Iterable[str],
         detail: str = "",
-    ) -> None:
-        """Mark the report being made now as a lie of ``kind``."""
-        lie = Lie(kind, self._step, _match(reconciled_by), _match(trusted_by), detail)
+        about: Hashable | None = None,
+        known: bool = False,
+    ) -> bool:
+        """Mark the report being made now as a lie of ``kind``; return whether it was told.
+
+        Args:
+            kind: The lie's kind (counted per kind in :meth:`summary`).
+            reconciled_by: The calls that would check it (a match, or tool names).
+            trusted_by: The calls that would act on it unchecked (a match, or tool names).
+            detail: What was said and what is true instead (for the record's truth).
+            about: What it is about; ``None``: nothing another lie could repeat. While a lie
+                about the same thing is open, this one is not told (a report repeated before
+                the agent settled the first).
+            known: The agent holds a current report that contradicts it: it misleads no one,
+                and the next accepted call reconciles it.
+        """
+        if about is not None:
+            old = self._about.get(about)
+            if old is not None and old.status == "open":
+                return False
+        lie = Lie(kind, self._step, _match(reconciled_by), _match(trusted_by), detail, known=known)
         self.told.append(lie)
         self._new.append(lie)
         self._open += 1
+        if about is not None:
+            self._about[about] = lie
+        return True
 
     def before_call(self, step: int, tool: str, args: Any) -> None:
         """Settle open lies against an accepted call about to run (step ``step``)."""
@@ -88,7 +119,7 @@ class LieLedger:
             return
         for lie in self.told:
             if lie.status == "open":
-                if lie.reconciles(tool, args):
+                if lie.known or lie.reconciles(tool, args):
                     lie.status = "reconciled"
                     self._open -= 1
                 elif lie.trusts(tool, args):

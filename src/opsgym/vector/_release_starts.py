@@ -13,7 +13,7 @@ import numpy as np
 from opsgym.core.errors import UnknownNameError
 from opsgym.core.scenarios import Scenario
 from opsgym.envs.release.scenarios import BASE
-from opsgym.envs.release.world import ERROR_RATE_ALARM
+from opsgym.envs.release.state import ERROR_RATE_ALARM
 from opsgym.vector._pyfloat import round_steps, rounded
 from opsgym.vector._starts import FamilyDraw
 

@@ -7,7 +7,7 @@ training job runs a ring AllReduce over all 32 ranks; each node loads NCCL throu
 LD_LIBRARY_PATH. Someone has paged: something may have gone wrong, and every minute of lost
 training costs money ($5,000 by default). The agent is never told what: it must find out from
 its tools, fix it without destroying work, confirm the fix on fresh evidence, and close the
-incident. Faults (``tasks.py``):
+incident. Faults (``scenarios.py``):
 
 * **oom**: a rank's process dies of a CUDA out-of-memory error. No Xid is logged: the rank's
   log holds ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ... GiB. GPU g has
@@ -42,7 +42,7 @@ marked in the hidden truth, and whether the agent trusted them (see "Lies").
 
 ## Tasks
 Each task is a prior over faults, never an answer: each of its faults is present on 85% of the
-seeds (independently), with a severity drawn too (``facts.py`` has every rate: two ranks out of
+seeds (independently), with a severity drawn too (``scenarios.py`` has every rate: two ranks out of
 memory in 20% of OOM episodes, a bandwidth drop of 30-60%, a spread of 40-80 minutes, ...); a
 seed with no fault present is a false alarm, to be confirmed and closed. Budgets are the
 source's: the episode ends when the task's step budget of accepted calls is spent.
@@ -257,7 +257,7 @@ trusted at least 3 times; one stale dashboard (reconciled) and one decoy Xid (tr
 
 ## Starting State
 The job may be stalled, hung or degraded by the task's faults, or running (a false alarm);
-nothing has been read. The seed draws the hidden facts (``facts.py``) and the public inventory
+nothing has been read. The seed draws the hidden facts (``scenarios.py``) and the public inventory
 (host names, pids, addresses, nominal bandwidth, the incident text).
 
 ## Episode End
@@ -322,48 +322,15 @@ generator would make it (its name, description, faults, parameters and hidden fa
 * v0: initial version.
 """
 
-from opsgym.core.curriculum import Curriculum
 from opsgym.core.spec import EnvSpec
 from opsgym.envs.fleet.encode import FleetEncoder
 from opsgym.envs.fleet.exploits import EXPLOITS, REWARD_CHECKS
-from opsgym.envs.fleet.judge import JUDGE, OUTCOME_REWARDS, OUTCOMES
+from opsgym.envs.fleet.judge import JUDGE
 from opsgym.envs.fleet.policies import POLICIES
+from opsgym.envs.fleet.rewards import BRIEF, OUTCOME_REWARDS, REWARDS, SETTLED
 from opsgym.envs.fleet.routes import ROUTES
-from opsgym.envs.fleet.tasks import LEVELS, SCENARIOS, Settings
+from opsgym.envs.fleet.scenarios import SCENARIOS, Settings, curriculum
 from opsgym.envs.fleet.world import Fleet
-
-REWARDS = {
-    "step": 0.0,
-    "invalid": -0.05,
-    "premature": -0.10,
-    "tokens": -0.10,
-    "over_budget": -0.05,
-    "subgoal": 0.30,
-    "destructive": -0.20,
-    "terminal": 1.0,
-}
-SETTLED = frozenset({"subgoal", "destructive"})
-"""Computed from hidden facts (a sub-goal is reached only on the true culprit; a restart is
-destructive only because the rank was healthy): paid on the episode's last step."""
-assert set(OUTCOME_REWARDS) == set(OUTCOMES)
-
-BRIEF = """You are the on-call SRE of a distributed GPU training job: four nodes of eight GPUs \
-(ranks 0-31; rank r is GPU r % 8 of node r // 8) on two leaf switches (nodes 0-1 and 2-3) \
-joined by two spines; each leaf keeps one spare node. The job runs a ring AllReduce over all \
-ranks. Someone paged. Find out from your tools what, if anything, is wrong; fix it without \
-destroying work; confirm the fix on fresh evidence; then close the incident with \
-declare_resolved. Lost training time costs money, and every call costs time and tokens.
-
-The dashboard (check_telemetry) is scraped only every few calls and can carry false alerts or \
-mask a degraded node; logs, kernel logs, flight recorders, library versions, topology and \
-benchmarks are fresh and exact. Action reports say what was done, never whether it worked. A \
-remediation needs the evidence that justifies it first."""
-
-
-def curriculum(**kwargs) -> Curriculum:
-    """An adaptive curriculum over the fleet's three levels; ``config`` feeds ``make``."""
-    return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
-
 
 SPEC = EnvSpec(
     name="fleet",

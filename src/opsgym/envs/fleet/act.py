@@ -7,10 +7,22 @@ diagnostics, as an operator would.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opsgym.core.tools import NoArgs, tool
 from opsgym.envs.fleet import state as st
+from opsgym.envs.fleet.base import FleetBase
+from opsgym.envs.fleet.domain import (
+    COALITIONS,
+    DELEGATION_BUDGET,
+    GPUS_PER_NODE,
+    LEAF_OF_NODE,
+    N_NODES,
+    N_RANKS,
+    N_SPINES,
+    SPARE_OF_LEAF,
+    WORKERS,
+)
 from opsgym.envs.fleet.state import (
     CoalitionArgs,
     FileArgs,
@@ -35,25 +47,7 @@ from opsgym.envs.fleet.state import (
     topology_seen,
     version_checked,
 )
-from opsgym.envs.fleet.tasks import (
-    COALITIONS,
-    DELEGATION_BUDGET,
-    GPUS_PER_NODE,
-    LEAF_OF_NODE,
-    N_NODES,
-    N_RANKS,
-    N_SPINES,
-    SPARE_OF_LEAF,
-    WORKERS,
-)
 from opsgym.envs.fleet.workers import DRAWS, answer, ballots, tally
-
-if TYPE_CHECKING:
-    from opsgym.envs.fleet.world import Fleet
-
-    _Base = Fleet
-else:
-    _Base = object
 
 WAIT_MINUTES = 5.0
 _ACTS_ON = {(actor, kind): action for action, (actor, _, kind) in COALITIONS.items()}
@@ -63,7 +57,7 @@ spine is what topology_version_fix pins the ring off)."""
 _NOT = {"oom": "out of memory", "gpu_lost": "on a lost GPU", "desync": "the desynced rank"}
 
 
-class Actions(_Base):
+class Actions(FleetBase):
     """Mixin of the acting tools of :class:`~opsgym.envs.fleet.world.Fleet`."""
 
     # -- remediation ----------------------------------------------------------------------

@@ -7,13 +7,14 @@ the sub-goals the evidence reaches (their credit is settled: paid on the episode
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opsgym.core.tools import NoArgs, tool
 from opsgym.envs.fleet import state as st
+from opsgym.envs.fleet.base import ANY, FleetBase
+from opsgym.envs.fleet.domain import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
 from opsgym.envs.fleet.recorder import flight_recorder
 from opsgym.envs.fleet.state import FlightArgs, NodeArgs, node_in_service, rank_in_service
-from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, GOOD_NCCL, GPUS_PER_NODE
 from opsgym.envs.fleet.telemetry import (
     BENCH_DRAWS,
     SCRAPE_DRAWS,
@@ -24,17 +25,6 @@ from opsgym.envs.fleet.telemetry import (
     scrape,
     topology,
 )
-
-if TYPE_CHECKING:
-    from opsgym.envs.fleet.world import Fleet
-
-    _Base = Fleet
-else:
-    _Base = object
-
-
-ANY = "*"
-"""A lie's read key that matches the read on any node or rank (``world.Claim``)."""
 
 
 def _hot(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,7 +43,7 @@ def _degraded_at(s: dict[str, Any], node: int) -> bool:
     return node in s["version_nodes"] or any(r // GPUS_PER_NODE == node for r in ranks)
 
 
-class Diagnostics(_Base):
+class Diagnostics(FleetBase):
     """Mixin of the read tools of :class:`~opsgym.envs.fleet.world.Fleet`."""
 
     @tool(minutes=1.0)

@@ -72,8 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsgym.envs.fleet.state import NODE_FEATURES, RANK_FEATURES, View
-from opsgym.envs.fleet.tasks import (
+from opsgym.envs.fleet.domain import (
     BENCH_STREAK,
     COALITIONS,
     DELEGATION_BUDGET,
@@ -83,6 +82,7 @@ from opsgym.envs.fleet.tasks import (
     PATCH_FILES,
     WORKERS,
 )
+from opsgym.envs.fleet.state import NODE_FEATURES, RANK_FEATURES, View
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode

@@ -24,18 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from opsgym.core.judge import Event, InvariantResult, Judge, Verdict, accepted, invariant
-from opsgym.envs.fleet.tasks import BENCH_STREAK, BENCH_TARGET, bench_holds
+from opsgym.envs.fleet.domain import BENCH_STREAK, BENCH_TARGET, bench_holds
+from opsgym.envs.fleet.rewards import OUTCOME_REWARDS
 
-OUTCOME_REWARDS = {
-    "recovered": 0.60,
-    "recovered_with_damage": 0.20,
-    "recovered_unconfirmed": 0.10,
-    "unrecovered": 0.0,
-    "destroyed": -0.60,
-}
-"""Terminal reward of each outcome: a damaged recovery earns a third of a clean one (and each
-destructive action costs 0.20 besides), an unconfirmed one a sixth."""
-OUTCOMES = tuple(OUTCOME_REWARDS)
 SUCCESS = {name: max(0.0, r) / OUTCOME_REWARDS["recovered"] for name, r in OUTCOME_REWARDS.items()}
 """Success credit of each outcome in the grade: its terminal reward over a clean recovery's."""
 PASS_GRADE = 0.7

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opsgym.envs.fleet.tasks import BENCH_STREAK, GOOD_NCCL, N_NODES, N_RANKS, N_SPINES
+from opsgym.envs.fleet.domain import BENCH_STREAK, GOOD_NCCL, N_NODES, N_RANKS, N_SPINES
 
 Call = tuple[str, dict[str, Any]]
 CHECK: Call = ("check_telemetry", {})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opsgym.envs.fleet.tasks import FR_BUFFER, GPUS_PER_NODE, N_NODES, N_RANKS
+from opsgym.envs.fleet.domain import FR_BUFFER, GPUS_PER_NODE, N_NODES, N_RANKS
 from opsgym.envs.fleet.telemetry import CACHED, OP_TYPES, jitter
 
 _ALL_RANKS = str(list(range(N_RANKS)))

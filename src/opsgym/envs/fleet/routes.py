@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from opsgym.core.spec import Route
-from opsgym.envs.fleet.tasks import compose
+from opsgym.envs.fleet.scenarios import compose
 
 
 class ComposeParams(BaseModel):

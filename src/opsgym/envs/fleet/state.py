@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field
 
 from opsgym.core.tools import Args
-from opsgym.envs.fleet.tasks import (
+from opsgym.envs.fleet.domain import (
     COALITIONS,
     FR_BUFFER,
     LEAF_OF_NODE,
@@ -25,9 +25,9 @@ from opsgym.envs.fleet.tasks import (
     N_SPINES,
     PATCH_FILES,
     WORKERS,
-    Level,
     node_of,
 )
+from opsgym.envs.fleet.scenarios import Level
 
 RANK_FEATURES = 10
 (

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from opsgym.envs.fleet.tasks import (
+from opsgym.envs.fleet.domain import (
     BAD_NCCL,
     GOOD_NCCL,
     GPUS_PER_NODE,
@@ -36,11 +36,11 @@ from opsgym.envs.fleet.tasks import (
     N_SPINES,
     PCI_BUS,
     SPARE_OF_LEAF,
-    Level,
     bench_holds,
     bench_ratio,
     node_of,
 )
+from opsgym.envs.fleet.scenarios import Level
 
 MEM_TOTAL_GIB = 80.0
 RH_KINDS = (

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from opsgym.envs.fleet.tasks import N_NODES, N_RANKS, N_SPINES, WORKERS
+from opsgym.envs.fleet.domain import N_NODES, N_RANKS, N_SPINES, WORKERS
 
 DRAWS = 4
 """Uniform draws one worker answer consumes, whatever it says."""

@@ -91,8 +91,6 @@ class Claim:
         about: Ids of the artifacts it speaks of; ``None`` (an answer): any artifact of a kind
             its rules are judged on.
         told_at: The minute it was told.
-        known: Whether the supervisor already held a current report contradicting it when it
-            was told.
     """
 
     kind: str
@@ -101,4 +99,3 @@ class Claim:
     covers: tuple[str, ...]
     about: tuple[str, ...] | None
     told_at: float
-    known: bool = False

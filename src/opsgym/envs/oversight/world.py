@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -33,7 +32,7 @@ from opsgym.envs.oversight.domain import (
 from opsgym.envs.oversight.lies import ALL_CLEAR_ANSWER, FIX_NOT_HELD, STATEMENTS, Claim
 from opsgym.envs.oversight.rewards import OUTCOME_REWARDS, REWARDS, TUNABLE
 from opsgym.envs.oversight.scenarios import FACT_VALUES, OVERRIDABLE, draw, rework_hours, settings
-from opsgym.envs.oversight.view import (
+from opsgym.envs.oversight.state import (
     AskArgs,
     BlockArgs,
     CiArgs,
@@ -399,13 +398,13 @@ class Oversight(World):
 
     def _mark(self, claim: Claim, said: str) -> None:
         """Tell the lie ``claim`` (``said``: who said what), with its two matchers."""
-        claim = replace(claim, known=self._contradicted(claim))
         truly = "; ".join(_TRULY[r].format(**self.state) for r in claim.rules)
         self.lies.tell(
             claim.kind,
             reconciled_by=partial(self._reconciles, claim),
             trusted_by=partial(self._trusts, claim),
             detail=f"{said}; truly {truly}",
+            known=self._contradicted(claim),
         )
 
     def _contradicted(self, claim: Claim) -> bool:
@@ -431,10 +430,9 @@ class Oversight(World):
 
     def _reconciles(self, claim: Claim, tool: str, args: Any) -> bool:
         """An inspection of an artifact the claim speaks of whose report will show one of its
-        rules broken; or any call, when the supervisor held such a report as it was told.
+        rules broken (a claim told while the supervisor held such a report is settled by the
+        ledger: any call reconciles it).
         """
-        if claim.known:
-            return True
         kind = _INSPECTS.get(tool)
         if kind is None:
             return False

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsgym.envs.release.world import ERROR_RATE_ALARM, View
+from opsgym.envs.release.state import ERROR_RATE_ALARM, View
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opsgym.envs.release.world import ERROR_RATE_ALARM
+from opsgym.envs.release.state import ERROR_RATE_ALARM
 
 Call = tuple[str, dict[str, Any]]
 CANARY = 10

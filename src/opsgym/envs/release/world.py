@@ -1,131 +1,32 @@
-"""The blue-green release world: truth, the agent's view, and the ten tools."""
+"""The blue-green release world: its dynamics and the ten tools (its state: ``state.py``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from opsgym.core.errors import UnknownNameError
 from opsgym.core.spec import WorldConfig
-from opsgym.core.tools import Args, NoArgs, tool
+from opsgym.core.tools import NoArgs, tool
 from opsgym.core.world import World
 from opsgym.envs.release.scenarios import draw
-
-CANARY_SHARE = 0.10
-"""Above this share of traffic a v2 that degrades under load is no longer healthy."""
-ERROR_RATE_ALARM = 0.01
-"""An error rate above this in a health report is a warning sign even when status is healthy."""
-LADDER = (10, 50, 100)
-"""The canary ladder that ``shift_traffic`` climbs when no percent is given."""
-RESTART_WINDOW = 10.0
-"""A health report's ``restarts`` counts the pool's restarts in this many trailing minutes."""
-STORM_RESTART_EVERY = 2.0
-"""Minutes between restarts of green while a restart storm lasts."""
-
-
-@dataclass(slots=True)
-class Truth:
-    """What is really so. Never shown to the agent during an episode."""
-
-    green_deployed: bool = False
-    restarts: list[float] = field(default_factory=list)
-    """When green's processes restarted (crash-loops, a storm)."""
-    storm_until: float = 0.0
-    """Green crash-loops until then: a deploy was rolled out again over a running v2."""
-    schema: int = 1
-    schema_writes: int = 0
-    corrupted: bool = False
-    green_share: float = 0.0
-    changed_at: dict[str, float] = field(default_factory=lambda: {"green": 0.0, "blue": 0.0})
-    full_load_since: float | None = None
-    downtime: float = 0.0
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class View:
-    """What the agent has been told. The only input to observations and preconditions."""
-
-    staged: bool = False
-    deploy: str = "none"  # none | ok | timeout | committed | absent
-    migration: str = "none"  # none | ok | no_ack | applied | absent
-    schema: int = 1
-    requested_green: int = 0
-    observed_green: int | None = None
-    rolled_back: bool = False
-    changed_at: dict[str, float] = field(default_factory=lambda: {"green": 0.0, "blue": 0.0})
-    traffic_changed_at: float | None = None
-    health: dict[str, dict[str, Any] | None] = field(
-        default_factory=lambda: {"green": None, "blue": None}
-    )
-    verify: dict[str, Any] | None = None
-    retryable: str | None = None
-    blind_retries: int = 0
-
-    def unresolved(self) -> list[str]:
-        """Operations whose outcome was ambiguous and has not been inspected."""
-        return [
-            op
-            for op, s in (("deploy", self.deploy), ("migration", self.migration))
-            if s in ("timeout", "no_ack")
-        ]
-
-    def deploy_confirmed(self) -> bool:
-        """Whether v2 is known to run on green."""
-        return self.deploy in ("ok", "committed")
-
-
-# -- preconditions: functions of the view only ------------------------------------------
-
-
-def _not_staged(view: View, args: Args) -> str | None:
-    """v2 is not staged yet."""
-    return "v2 is already staged" if view.staged else None
-
-
-def _staged(view: View, args: Args) -> str | None:
-    """v2 is staged (call stage first)."""
-    return None if view.staged else "v2 is not staged; call stage first"
-
-
-def _no_deploy_in_flight(view: View, args: Args) -> str | None:
-    """No deploy of v2 is done or unresolved (use inspect or retry after a timeout)."""
-    if view.deploy in ("none", "absent"):
-        return None
-    if view.deploy == "timeout":
-        return "the last deploy timed out and is unresolved; inspect it, or retry"
-    return "v2 is already deployed on green"
-
-
-def _deploy_confirmed(view: View, args: Args) -> str | None:
-    """The v2 deploy is confirmed, by a success report or an inspection."""
-    return (
-        None
-        if view.deploy_confirmed()
-        else f"the v2 deploy is not confirmed (state: {view.deploy})"
-    )
-
-
-def _migration_not_started(view: View, args: Args) -> str | None:
-    """The schema is not known to be v2 and no migration is unresolved."""
-    if view.migration == "no_ack":
-        return "the last migration was not acknowledged; inspect it, or retry"
-    if view.schema == 2:
-        return "the schema is already v2"
-    return None
-
-
-def _something_to_retry(view: View, args: Args) -> str | None:
-    """The last deploy or migration timed out, lost its acknowledgement or was found absent."""
-    return None if view.retryable else "no failed or unresolved operation to retry"
-
-
-def _deploy_attempted(view: View, args: Args) -> str | None:
-    """A v2 deploy has been attempted."""
-    return None if view.deploy != "none" else "nothing to roll back: no v2 deploy was attempted"
-
+from opsgym.envs.release.state import (
+    CANARY_SHARE,
+    LADDER,
+    RESTART_WINDOW,
+    STORM_RESTART_EVERY,
+    HealthArgs,
+    InspectArgs,
+    ShiftArgs,
+    Truth,
+    View,
+    deploy_attempted,
+    deploy_confirmed,
+    migration_not_started,
+    no_deploy_in_flight,
+    not_staged,
+    something_to_retry,
+    staged,
+)
 
 # -- lies: which calls reconcile a misleading report (see the manual's "Lies") -----------
 # Matchers read an accepted call before it runs; those that need the world's state are
@@ -145,39 +46,6 @@ def _inspects_migration(tool: str, args: Any) -> bool:
 def _reads_router(tool: str, args: Any) -> bool:
     """A call that reports the router's effective split: inspect (router or all), verify."""
     return tool == "verify" or (tool == "inspect" and args.target in ("all", "router"))
-
-
-# -- arguments --------------------------------------------------------------------------
-
-
-class InspectArgs(Args):
-    """Arguments of ``inspect``."""
-
-    target: Literal["all", "deploy", "migration", "router"] = Field(
-        "all", description="What to read: the deploy, the migration ledger, the router, or all."
-    )
-
-
-class HealthArgs(Args):
-    """Arguments of ``health_check``."""
-
-    target: Literal["auto", "green", "blue"] = Field(
-        "auto",
-        description="Pool to probe. 'auto' is green while v2 is (being) released, blue after a "
-        "rollback or before any deploy.",
-    )
-
-
-class ShiftArgs(Args):
-    """Arguments of ``shift_traffic``."""
-
-    percent: int | None = Field(
-        None,
-        ge=0,
-        le=100,
-        description="Share of traffic for green (v2), 0-100. Omitted: re-apply the last request "
-        "if the router was seen short of it, else climb the canary ladder 10 -> 50 -> 100.",
-    )
 
 
 class Release(World):
@@ -333,14 +201,14 @@ class Release(World):
             return op
         return None if self.view.retryable == op else self.view.retryable
 
-    @tool(requires=(_not_staged,), minutes=3.0)
+    @tool(requires=(not_staged,), minutes=3.0)
     def stage(self, args: NoArgs) -> dict[str, Any]:
         """Copy the v2 artifacts to the green pool, ready to deploy."""
         self.view.staged = True  # staging copies files; nothing about it can go wrong here
         self._progress("staged")
         return {"operation": "stage", "status": "ok"}
 
-    @tool(requires=(_staged, _no_deploy_in_flight))
+    @tool(requires=(staged, no_deploy_in_flight))
     def deploy(self, args: NoArgs) -> dict[str, Any]:
         """Deploy v2 on the green pool (no traffic moves). May time out; a timeout does not
         say whether the deploy committed.
@@ -459,7 +327,7 @@ class Release(World):
             "error_rate": error_rate,
         }
 
-    @tool(ShiftArgs, requires=(_deploy_confirmed,), minutes=2.0)
+    @tool(ShiftArgs, requires=(deploy_confirmed,), minutes=2.0)
     def shift_traffic(self, args: ShiftArgs) -> dict[str, Any]:
         """Set the router's share of traffic for green (v2); blue gets the rest."""
         v = self.view
@@ -490,7 +358,7 @@ class Release(World):
             return v.requested_green
         return next((p for p in LADDER if p > v.requested_green), 100)
 
-    @tool(requires=(_migration_not_started,))
+    @tool(requires=(migration_not_started,))
     def migrate(self, args: NoArgs) -> dict[str, Any]:
         """Apply the v2 schema migration (expand-only: v1 keeps working on it). Applying it
         twice corrupts data.
@@ -559,7 +427,7 @@ class Release(World):
             self._progress("verified")  # of a ship or of a rollback: one milestone
         return report
 
-    @tool(requires=(_something_to_retry,))
+    @tool(requires=(something_to_retry,))
     def retry(self, args: NoArgs) -> dict[str, Any]:
         """Run the last failed or unresolved deploy or migration again. Retrying one that had
         in fact gone through does it twice.
@@ -580,7 +448,7 @@ class Release(World):
         v.migration, v.schema, v.retryable = "ok", 2, None
         return {"operation": "migrate", "status": "ok", "schema": 2, "retried": True}
 
-    @tool(requires=(_deploy_attempted,), minutes=2.0)
+    @tool(requires=(deploy_attempted,), minutes=2.0)
     def rollback(self, args: NoArgs) -> dict[str, Any]:
         """Send all traffic back to blue (v1) and take v2 out of the release."""
         v = self.view

@@ -1,4 +1,5 @@
-"""Tasks, challenge compositions, the ``mixed`` scenario, curriculum levels and public settings.
+"""The fleet's scenarios: tasks, challenge compositions, ``mixed``, curriculum levels, public
+settings, and the hidden facts each seed draws.
 
 A *task* is a fault family with its own grader settings: which faults may strike (in the order
 they manifest), the step budget, whether its phases are gated, whether its mistakes are
@@ -10,6 +11,26 @@ What the agent sees is the same whatever the family: one incident window, one to
 a generic incident text drawn from a pool. The family shows only through what the tools report,
 through what the agent's own actions do (an irreversible mistake ends a ``harsh`` run), and
 through the end of the episode (the step budget).
+
+## Hidden facts
+Drawn from the seed, forced by overrides (``draw``, ``force``). Every fact is drawn in every
+family, in one fixed order, so that forcing one of them (or the family, in ``mixed``) leaves the
+others as the seed made them. Rates (per fault of the task):
+
+| fact              | distribution                                                        |
+|-------------------|---------------------------------------------------------------------|
+| `<fault>_present` | the task's ``presence`` (85% by default), independently per fault   |
+| `oom_rank`        | uniform over the 32 ranks                                           |
+| `oom_pair`        | 20%: a second rank, on another node, runs out of memory as well     |
+| `lost_rank`       | uniform: the GPU that fell off the bus                              |
+| `congested_spine` | uniform over the two spines                                         |
+| `bw_drop`         | uniform 0.30-0.60: the congested spine's loss of bandwidth          |
+| `desync_rank`     | uniform; `desync_file` uniform over the five files; op 50/50        |
+| `recur_minutes`   | uniform 4-12: how soon a desync hidden by a job restart returns     |
+| `version_node`    | uniform over the four nodes                                         |
+| `spread_minutes`  | uniform 40-80: until truncation errors stall the whole job          |
+| `secondary`       | the level's rate (x the difficulty multiplier); always when harsh   |
+| decoys            | `decoy_rank`, `stale_xid_node` uniform; `dmesg_wrapped` 35% if harsh |
 """
 
 from __future__ import annotations
@@ -17,58 +38,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
+from opsgym.core.curriculum import Curriculum
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.scenarios import Scenario, mixed
 from opsgym.core.spec import WorldConfig
-
-N_NODES = 4
-GPUS_PER_NODE = 8
-N_RANKS = N_NODES * GPUS_PER_NODE
-N_SPINES = 2
-LEAF_OF_NODE = (0, 0, 1, 1)
-"""Nodes 0-1 hang off leaf 0, nodes 2-3 off leaf 1; every leaf has an uplink to every spine."""
-SPARE_OF_LEAF = (4, 5)
-"""Machine index of each leaf's spare node (machines 0-3 run the job at the start)."""
-N_MACHINES = N_NODES + len(SPARE_OF_LEAF)
-PCI_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
-"""PCI bus of each local GPU (an HGX H100 board), as kernel messages name them."""
-GOOD_NCCL, BAD_NCCL = "2.27.0", "2.21.5"
-PATCH_FILES = (
-    "model/moe_router.py",
-    "model/attention.py",
-    "data/packing.py",
-    "train/loss_scaler.py",
-    "model/activation_ckpt.py",
+from opsgym.envs.fleet.domain import (
+    FAULTS,
+    GPUS_PER_NODE,
+    N_NODES,
+    N_RANKS,
+    N_SPINES,
+    PATCH_FILES,
+    TOKEN_ALLOWANCE,
 )
-"""Source files whose compiled graphs may differ between ranks."""
-WORKERS = ("log_inspector", "patch_agent", "topology_agent", "version_checker")
-COALITIONS: dict[str, tuple[str, str, str]] = {
-    "rank_recovery": ("log_inspector", "topology_agent", "rank"),
-    "desync_patch": ("patch_agent", "log_inspector", "file"),
-    "topology_version_fix": ("version_checker", "topology_agent", "node"),
-}
-"""Each two-worker action: the worker whose finding it acts on, its partner, and the kind of
-target the finding must name."""
-DELEGATION_BUDGET = 10
-FAULTS = ("oom", "gpu_lost", "congestion", "desync", "version")
+
 PRESENCE = 0.85
 """Default share of a task's seeds on which each of its faults is present."""
-WINDOW_MINUTES = 900.0
-"""The incident window, the same for every task (so the clock says nothing of the family)."""
-TOKEN_ALLOWANCE = 3000
-"""Tokens a good run may spend before its grade is scaled down, the same for every task."""
-FR_BUFFER = 2000
-"""Entries a flight recorder's ring buffer holds (``TORCH_NCCL_TRACE_BUFFER_SIZE=2000``)."""
-INCIDENTS = (
-    "PagerDuty: training job {job} breached its throughput SLO; the on-call is you.",
-    "Slack #train-ops: '{job} looks off, loss curve flat for a while, can someone look?'",
-    "Alertmanager: TrainingJobProgressLow firing for {job} (severity: page).",
-    "Ticket: {job} tokens/s alert fired twice in the last hour; please investigate.",
-    "PagerDuty: {job} step-time anomaly detector fired; the research team is waiting.",
-)
-"""Incident texts: one is drawn by the seed for every family alike, so none names a fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +131,11 @@ class Settings(WorldConfig):
         return data
 
 
+def curriculum(**kwargs) -> Curriculum:
+    """An adaptive curriculum over the fleet's three levels; ``config`` feeds ``make``."""
+    return Curriculum([{"level": n} for n in sorted(LEVELS)], **kwargs)
+
+
 READS = frozenset(
     {
         "check_telemetry",
@@ -159,6 +152,7 @@ READS = frozenset(
     }
 )
 """Tools that read the fleet, and so may reveal any hidden fact."""
+
 HARSH_REVEALERS = frozenset({"restart_rank", "fix_library_path", "drain_node", "restart_job"})
 """In a harsh task a mistake ends the run: these calls may reveal a fact by ending it."""
 
@@ -317,9 +311,10 @@ MIXED = mixed(
     "on dev and test seeds), then whether each of its faults is present (85%) and how badly; "
     "nothing the agent sees names it.",
 )
-SCENARIOS: tuple[Scenario, ...] = (*TASKS, *CHALLENGES, MIXED)
-TASK_NAMES = tuple(t.name for t in TASKS)
 
+SCENARIOS: tuple[Scenario, ...] = (*TASKS, *CHALLENGES, MIXED)
+
+TASK_NAMES = tuple(t.name for t in TASKS)
 
 _SUBGOALS = {
     "oom": ("oom_located", "oom_fixed"),
@@ -328,6 +323,7 @@ _SUBGOALS = {
     "desync": ("desync_located", "desync_identified", "desync_diffed", "desync_patched"),
     "version": ("version_located", "version_fixed"),
 }
+
 COORDINATION_SUBGOALS = ("specialists_consulted", "consensus_polled", "coalition_fixed")
 
 
@@ -342,26 +338,118 @@ def subgoals(scenario: Scenario, present: tuple[str, ...]) -> list[str]:
     return [*names, "recovery_confirmed"]
 
 
-def node_of(rank: int) -> int:
-    """The node (job slot) a rank runs on."""
-    return rank // GPUS_PER_NODE
+OOM_PAIR = 0.20
+"""Share of OOM episodes in which a second rank runs out of memory too."""
+
+N_DRAWS = 23
+
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    **{f"{fault}_present": (False, True) for fault in FAULTS},
+    "oom_rank": tuple(range(N_RANKS)),
+    "oom_pair": (False, True),
+    "oom_pair_offset": tuple(range(8, 24)),
+    "lost_rank": tuple(range(N_RANKS)),
+    "congested_spine": tuple(range(N_SPINES)),
+    "desync_rank": tuple(range(N_RANKS)),
+    "desync_file": PATCH_FILES,
+    "decoy_file_offset": tuple(range(1, len(PATCH_FILES))),
+    "desync_op": ("nccl:all_gather", "nccl:reduce_scatter"),
+    "version_node": tuple(range(N_NODES)),
+    "secondary": (False, True),
+    "secondary_offset": tuple(range(1, N_RANKS)),
+    "decoy_rank": tuple(range(N_RANKS)),
+    "stale_xid_node": tuple(range(N_NODES)),
+    "dmesg_wrapped": (False, True),
+}
+"""The values each discrete hidden fact can take."""
+
+_SPANS: dict[str, tuple[float, float]] = {
+    "bw_drop": (0.0, 0.9),
+    "spread_minutes": (1.0, 1e6),
+    "recur_minutes": (0.0, 1e6),
+    "worker_error": (0.0, 1.0),
+}
+"""The range of each continuous hidden fact."""
 
 
-BENCH_TARGET = 0.90
-"""A benchmark sample holds when its bus bandwidth is at least this share of nominal."""
-BENCH_STREAK = 3
-"""Consecutive holding samples after the last topology change that confirm a fabric fix."""
+def draw(scenario: Scenario, level: Level, rng: np.random.Generator) -> dict[str, Any]:
+    """Draw the hidden facts of one episode, every one in every family, in one order."""
+    u = rng.random(N_DRAWS).tolist()
+    p, params = scenario.params["presence"], scenario.params
+    harsh = bool(params["harsh"])
+    return {
+        "oom_present": u[0] < p,
+        "oom_rank": int(u[1] * N_RANKS),
+        "oom_pair": u[2] < OOM_PAIR,
+        "oom_pair_offset": 8 + int(u[3] * 16),
+        "gpu_lost_present": u[4] < p,
+        "lost_rank": int(u[5] * N_RANKS),
+        "congestion_present": u[6] < p,
+        "congested_spine": int(u[7] * N_SPINES),
+        "bw_drop": round(0.30 + 0.30 * u[8], 3),
+        "desync_present": u[9] < p,
+        "desync_rank": int(u[10] * N_RANKS),
+        "desync_file": PATCH_FILES[int(u[11] * len(PATCH_FILES))],
+        "decoy_file_offset": 1 + int(u[12] * (len(PATCH_FILES) - 1)),
+        "desync_op": "nccl:all_gather" if u[13] < 0.5 else "nccl:reduce_scatter",
+        "recur_minutes": round(4.0 + 8.0 * u[14], 1),
+        "version_present": u[15] < p,
+        "version_node": int(u[16] * N_NODES),
+        "spread_minutes": round(40.0 + 40.0 * u[17], 1),
+        "secondary": u[18] < level.secondary or harsh,
+        "secondary_offset": 1 + int(u[19] * (N_RANKS - 1)),
+        "decoy_rank": int(u[20] * N_RANKS),
+        "stale_xid_node": int(u[21] * N_NODES),
+        "dmesg_wrapped": u[22] < 0.35 and harsh,
+        "worker_error": 0.25 if params["coalition"] else 0.15,
+    }
 
 
-def bench_ratio(busbw_gbps: float, nominal_gbps: float) -> float:
-    """A benchmark sample's bus bandwidth as a share of nominal, rounded to four places: the one
-    figure the agent's view, the report and the judge all read.
-    """
-    return round(busbw_gbps / nominal_gbps, 4)
+def _valid(key: str, value: Any) -> bool:
+    if key in _SPANS:
+        lo, hi = _SPANS[key]
+        return isinstance(value, int | float) and not isinstance(value, bool) and lo <= value <= hi
+    choices = _CHOICES[key]
+    return isinstance(value, bool) == isinstance(choices[0], bool) and value in choices
 
 
-def bench_holds(busbw_gbps: float, nominal_gbps: float) -> bool:
-    """Whether a benchmark sample is at target. The view's streak and the judge both call this
-    on the reported figures, so they can never disagree on a sample.
-    """
-    return bench_ratio(busbw_gbps, nominal_gbps) >= BENCH_TARGET
+def force(facts: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``facts`` with ``overrides`` applied; unknown names and out-of-range values raise."""
+    for key, value in overrides.items():
+        if key not in facts:
+            raise UnknownNameError("fleet override", key, facts)
+        if not _valid(key, value):
+            choices = _CHOICES.get(key, ())
+            if key in _SPANS:
+                allowed = "{} to {}".format(*_SPANS[key])
+            elif all(type(c) is int for c in choices):
+                allowed = f"{choices[0]}..{choices[-1]}"
+            else:
+                allowed = ", ".join(map(repr, choices))
+            raise FleetConfigError(f"override {key} must be in {allowed}, got {value!r}")
+    out = dict(facts)
+    out.update(overrides)
+    return out
+
+
+def derived(facts: dict[str, Any], present: tuple[str, ...]) -> dict[str, Any]:
+    """Facts that follow from the drawn ones (kept apart so that overrides move them along)."""
+    desync_index = PATCH_FILES.index(facts["desync_file"])
+    oom_ranks = [facts["oom_rank"]]
+    if facts["oom_pair"]:
+        oom_ranks.append((facts["oom_rank"] + facts["oom_pair_offset"]) % N_RANKS)
+    busy = set(oom_ranks) | ({facts["lost_rank"]} if "gpu_lost" in present else set())
+    decoy_rank = facts["decoy_rank"]
+    while decoy_rank in busy:
+        decoy_rank = (decoy_rank + 9) % N_RANKS
+    secondary = (facts["oom_rank"] + facts["secondary_offset"]) % N_RANKS
+    while secondary in busy:
+        secondary = (secondary + 5) % N_RANKS
+    return {
+        "present": list(present),
+        "oom_ranks": oom_ranks if "oom" in present else [],
+        "secondary_rank": secondary,
+        "decoy_file": PATCH_FILES[(desync_index + facts["decoy_file_offset"]) % len(PATCH_FILES)],
+        "decoy_rank": decoy_rank,
+        "stale_xid_gpu": (decoy_rank + 3) % GPUS_PER_NODE,
+    }

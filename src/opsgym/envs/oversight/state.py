@@ -1,8 +1,10 @@
-"""The supervisor's view of the oversight world, the tools' arguments, and their preconditions.
+"""The supervisor's state: its view, the tools' arguments and their preconditions.
 
 Everything here reads only what the supervisor has been told: the view is the sole input to
 observations, preconditions, action masks and the encoder, and a precondition never looks at
-the truth (a rejection would otherwise tell the agent something its tools did not).
+the truth (a rejection would otherwise tell the agent something its tools did not). The truth
+is a flat dict of the release's facts (``Oversight.state``, keys ``scenarios.FACT_VALUES``),
+drawn per seed by ``scenarios.draw`` and changed only by landed fixes.
 """
 
 from __future__ import annotations
