@@ -193,6 +193,45 @@ def test_tools_in_the_prompt_for_servers_without_native_tool_calling(endpoint):
     assert "tools" not in body and "Tools (JSON schemas" in body["messages"][0]["content"]
 
 
+def test_llm_history_sends_the_trainers_conversation_through_the_endpoint(endpoint, monkeypatch):
+    """``llm+history:MODEL``: a model trained by ``opsgym train`` and served by an endpoint is
+    sent the conversation it learnt (TRL's), growing, each native call answered by its id."""
+    pytest.importorskip("transformers")
+    from opsgym.adapters.chat import tool_schemas
+    from opsgym.adapters.trl import prompt
+
+    monkeypatch.setenv(ENV_BASE_URL, endpoint.url)
+    policy = get_policy("release", f"llm+history:{MODEL}")
+    assert policy.name == f"llm+history:{MODEL}" and policy.format == "history"
+    endpoint.say({"message": native(("stage", "{}"))}, {"message": {"content": "done?"}})
+    ep = play(opsgym.make("release", "nominal", 3, max_steps=3), policy)
+    first, second, third = (r["body"] for r in endpoint.requests)
+    fresh = opsgym.make("release", "nominal", 3, max_steps=3)
+    assert first["messages"] == [{"role": "user", "content": prompt(fresh)}]
+    assert first["tools"] == tool_schemas("release")
+    assert first["chat_template_kwargs"] == {"enable_thinking": False}
+    assistant, answer = second["messages"][1:]
+    assert assistant["tool_calls"][0]["id"] == "call_0" and assistant["role"] == "assistant"
+    assert answer["role"] == "tool" and answer["name"] == "stage"
+    assert answer["tool_call_id"] == "call_0"
+    assert json.loads(answer["content"]) == ep.events[0]["report"]
+    no_call = third["messages"][3:]
+    assert no_call == [
+        {"role": "assistant", "content": "done?"},
+        {
+            "role": "tool",
+            "name": "",
+            "content": json.dumps({"rejected": "the reply made no tool call"}),
+        },
+    ]
+    assert ep.events[1]["tool"] is None and ep.events[1]["rejected"] == "no tool call"
+    assert ep.transcript[0]["format"] == "history" and ep.transcript[0]["agent"] == policy.name
+    with pytest.raises(LLMError, match="tools_in_prompt lists the tools in the snapshot"):
+        agent(endpoint, format="history", tools_in_prompt=True)
+    with pytest.raises(LLMError, match="format must be one of snapshot, history, got 'chat'"):
+        agent(endpoint, format="chat")
+
+
 # -- scripted replies: every one a recorded rejection or a call that was allowed -------------
 
 

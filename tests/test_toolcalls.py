@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import opsgym
 from opsgym.adapters import toolcalls as tc
+from opsgym.adapters.toolcalls import render
 from opsgym.audit.calls import argument_space, draw_args, malformed, takes_text, visible_strings
 from opsgym.core.registry import catalogue, legal_actions, specs
 from tests.conftest import playable
@@ -421,7 +422,7 @@ _json = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(_json)
 def test_the_fast_inline_form_is_the_walked_one(value):
-    assert tc._inline(value) == tc._walk(value)
+    assert render.inline(value) == render._walk(value)
 
 
 @pytest.mark.parametrize(

@@ -366,22 +366,43 @@ def test_constrained_scores_are_the_likelihood_a_full_forward_pass_gives(sft_run
     from opsgym.agents.hf import HFPolicy
 
     policy = HFPolicy(ENV, str(sft_run), constrained=True)
-    tok = policy.tokenizer
+    tok = policy.backend.tokenizer
     prefix = tok("State now: ready", add_special_tokens=False)["input_ids"]
     suffixes = [tok(t, add_special_tokens=False)["input_ids"] for t in ("stage", "deploy now", "x")]
-    scores = policy.score(prefix, suffixes)
+    scores = policy.backend.score(prefix, suffixes)
     for suffix, score in zip(suffixes, scores, strict=True):
         with torch.no_grad():
-            logits = policy.model(torch.tensor([prefix + suffix])).logits[0]
+            logits = policy.backend.model(torch.tensor([prefix + suffix])).logits[0]
         logp = torch.log_softmax(logits.float(), dim=-1)
         want = sum(logp[len(prefix) - 1 + j, t].item() for j, t in enumerate(suffix))
         assert score == pytest.approx(want, abs=1e-4)
 
 
-def test_both_hf_kinds_are_policy_names():
+def test_every_hf_kind_is_a_policy_name():
     from opsgym.agents import policy_names
 
-    assert {"hf:", "hf+constrained:"} <= set(policy_names(ENV))
+    kinds = {"hf:", "hf+constrained:", "hf+snapshot:", "hf+constrained+snapshot:"}
+    assert kinds <= set(policy_names(ENV))
+
+
+def test_a_local_model_plays_in_the_llm_policies_format_as_hf_snapshot(sft_run, monkeypatch):
+    """The same backend in the snapshot format: each turn the ``[system, user]`` pair the
+    ``llm:`` policies are sent, the episode's tools in the chat template's list."""
+    from opsgym.adapters.toolcalls import state_text
+    from opsgym.agents import get_policy, play
+
+    monkeypatch.setenv("OPSGYM_HF_MAX_DECISIONS", "2")
+    assert get_policy(ENV, f"hf+snapshot:{sft_run}").name == f"hf+snapshot:{sft_run}"
+    policy = get_policy(ENV, f"hf+constrained+snapshot:{sft_run}")
+    assert policy.name == f"hf+constrained+snapshot:{sft_run}" and policy.format == "snapshot"
+    episode = play(opsgym.make(ENV, "mixed", 9), policy)
+    setup, first, second = episode.transcript[:3]
+    assert setup["format"] == "snapshot" and setup["mode"].startswith("constrained")
+    assert setup["schemas"] == episode.tools and "first_message" not in setup
+    assert first["user"] == state_text(opsgym.make(ENV, "mixed", 9).observe())
+    assert "Your last turn:" in second["user"]
+    assert episode.steps == 2 and all(e["rejected"] is None for e in episode.events)
+    assert episode.record()["token_source"] == "tokenizer"
 
 
 # -- bad input and Ctrl-C ------------------------------------------------------------------------
@@ -460,7 +481,7 @@ def test_a_local_model_writes_256_tokens_a_turn_by_default_and_logs_each_turn(
     monkeypatch.setenv("OPSGYM_HF_MAX_DECISIONS", "2")
     assert HFSettings.from_environment().max_new_tokens is None
     policy = HFPolicy(ENV, str(sft_run))
-    assert policy.max_new_tokens == MAX_NEW_TOKENS == 256
+    assert policy.backend.max_new_tokens == MAX_NEW_TOKENS == 256
     with caplog.at_level(logging.INFO, logger="opsgym.agents.hf"):
         episode = play(opsgym.make(ENV, "mixed", 9), policy)
     assert episode.transcript[0]["settings"]["max_new_tokens"] == 256

@@ -68,7 +68,7 @@ def policy_names(env: str) -> list[str]:
     return ["random", *spec(env).policies, *(f"{kind}:" for kind in PREFIXED)]
 
 
-FILE_KINDS = frozenset({"ppo", "hf", "hf+constrained"})
+FILE_KINDS = frozenset({"ppo", "hf", "hf+constrained", "hf+snapshot", "hf+constrained+snapshot"})
 """Prefixed kinds whose argument names files to load (models hold pickled code)."""
 
 RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@=-]{0,199}")

@@ -8,11 +8,15 @@ picks the likeliest valid one (extra ``grpo``).
 id (see :mod:`opsgym.agents.hf_models`). A model saved by a trainer names the world it learnt
 (``opsgym.json``); asking it to play another one is an error.
 
-**The conversation** is the one the trainers use (:mod:`opsgym.adapters.chat`): the first
-prompt as one user message, the world's tools in the chat template's tool list, then the
-model's turns and what each call reported, growing turn by turn as in GRPO's rollouts. A model
-is evaluated in the format it was trained in; a different one would measure the change of
-format as much as the model.
+**The conversation** is by default the one the trainers use, the ``history`` format of
+:mod:`opsgym.adapters.chat`: the first prompt as one user message, the world's tools in the chat
+template's tool list, then the model's turns and what each call reported, growing turn by turn
+as in GRPO's rollouts. A model is evaluated in the format it was trained in; a different one
+would measure the change of format as much as the model. ``hf+snapshot:PATH`` and
+``hf+constrained+snapshot:PATH`` play in the ``llm:`` policies' ``snapshot`` format instead (each
+turn the state now), so that a model met through an endpoint and locally is met alike. Either
+way the episode is played by the one drive loop (:func:`opsgym.agents.drive.drive`), with this
+module's :class:`HFBackend` as the backend.
 
 **Free generation** (``hf:``): each turn the model writes a reply greedily (so the policy is
 deterministic and ``opsgym eval`` runs it once per seed), at most ``max_new_tokens`` tokens,
@@ -39,18 +43,19 @@ to think: the longest reference call of any world is about 100 characters, so th
 256 tokens with room; a model that has not learnt to stop, as the untrained ``tiny`` one, writes
 every token it may, each turn) and
 ``OPSGYM_HF_MAX_DECISIONS`` (turns per episode; default the episode's step budget, which every
-turn spends at least one step of, so it ends first). An episode whose conversation no longer
-fits the model's context, or whose turns run out, is left unfinished and the transcript says
-why. A loaded model is kept for the process (the harness asks for the policy once per episode).
+turn spends at least one step of, so it ends first). An episode whose conversation and a reply
+no longer fit the model's context, or whose turns run out, is left unfinished and the transcript
+says why. A loaded model is kept for the process (the harness asks for the policy once per
+episode).
 
 **Progress.** Loading the model and each turn are logged (logger ``opsgym.agents.hf``, level
 ``INFO``): ``opsgym eval`` shows the latest on its progress bar, as a slow model may take
 minutes an episode.
 
 **Record.** ``Episode.transcript`` holds a ``setup`` entry (policy, mode, model, settings, the
-tool schemas) and per turn the prompt's length in tokens and, for free generation, the reply,
-the parsed calls and what became of each; for constrained decoding, the candidates' number and
-the best few with their log-likelihoods.
+format, its first message or system message, the tool schemas) and per turn the tokens of the
+prompt and of the reply, the reply, the parsed calls and what became of each; for constrained
+decoding also the candidates' number and the best few with their log-likelihoods.
 """
 
 from __future__ import annotations
@@ -64,12 +69,11 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from opsgym.adapters import toolcalls
-from opsgym.adapters.chat import call_message, tool_message, tool_schemas, user_message
-from opsgym.adapters.trl import prompt
+from opsgym.adapters.chat import FORMATS, call_message
+from opsgym.adapters.toolcalls import ParsedCall, ParsedReply
 from opsgym.agents import hf_models
-from opsgym.agents.base import Call, legal_calls
-from opsgym.core.episode import Episode
+from opsgym.agents.drive import LLMError, ModelAgent, OutOfContext, Reply, Request
+from opsgym.core.episode import StepResult
 from opsgym.core.errors import ModelError
 from opsgym.core.registry import spec
 
@@ -141,60 +145,50 @@ def _loaded(path: str, env: str, device: str, precision: str) -> tuple[Any, Any,
     return model, tokenizer, hf_models.read_meta(folder)
 
 
-class HFPolicy:
-    """A local model playing episodes of ``env`` (see the module docstring).
+class HFBackend:
+    """A local model answering requests: free generation, or the likeliest valid call.
 
     Args:
-        env: The environment.
         path: The model: a run folder, a model folder or a Hub id.
+        env: The world it plays (a model trained on another is refused).
+        settings: How to run it.
         constrained: Pick the likeliest valid call instead of generating freely.
-        settings: How to run it (default: :meth:`HFSettings.from_environment`).
     """
 
-    deterministic = True
+    token_source = "tokenizer"
 
-    def __init__(
-        self,
-        env: str,
-        path: str,
-        *,
-        constrained: bool = False,
-        settings: HFSettings | None = None,
-    ):
-        self.env = spec(env).name
+    def __init__(self, path: str, env: str, settings: HFSettings, *, constrained: bool = False):
         self.path = path
         self.constrained = constrained
-        s = settings or HFSettings.from_environment()
-        self.name = f"{CONSTRAINED if constrained else FREE}:{path}"
-        loading = time.monotonic()
-        log.info("%s: loading the model (%s, %s)", self.name, s.device, s.precision)
-        self.model, self.tokenizer, self.meta = _loaded(path, self.env, s.device, s.precision)
-        log.info("%s: loaded in %.1f s", self.name, time.monotonic() - loading)
+        self.needs_legal = constrained
+        self.label = f"local transformers model {path}"
+        self.model, self.tokenizer, self.meta = _loaded(
+            path, env, settings.device, settings.precision
+        )
         thinking = bool(self.meta.get("thinking", False))
         default = MAX_NEW_TOKENS_THINKING if thinking else MAX_NEW_TOKENS
-        self.max_new_tokens: int = s.max_new_tokens or default
-        self.settings = replace(s, max_new_tokens=self.max_new_tokens)
-        self.schemas = tool_schemas(self.env)
+        self.max_new_tokens: int = settings.max_new_tokens or default
+        self.settings = replace(settings, max_new_tokens=self.max_new_tokens)
         self.template_kwargs = {"enable_thinking": thinking}
         self.eos = set(_eos_ids(self.model, self.tokenizer))
+        self.context = getattr(self.model.config, "max_position_embeddings", None)
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, seed: int | None) -> None:
         """Nothing to reset: decoding is greedy."""
 
-    def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
-        """Not supported: the policy keeps a conversation and counts its tokens, so it steps
-        the episode itself (:meth:`drive`, which :func:`opsgym.agents.play` calls).
-        """
-        from opsgym.agents.llm import LLMError
+    def feedback(self, result: StepResult) -> None:
+        """Unused: the model reads results in the conversation."""
 
-        raise LLMError(f"{self.name} steps episodes itself: use opsgym.agents.play(episode, p)")
-
-    # -- the conversation -------------------------------------------------------------------
-
-    def _render(self, messages: list[dict[str, Any]], *, generation: bool) -> str:
+    def _render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        generation: bool,
+    ) -> str:
         return self.tokenizer.apply_chat_template(
             messages,
-            tools=self.schemas,
+            tools=tools,
             add_generation_prompt=generation,
             tokenize=False,
             **self.template_kwargs,
@@ -203,81 +197,26 @@ class HFPolicy:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def drive(self, episode: Episode) -> Episode:
-        """Play ``episode`` until it ends, its turns run out or the context is full."""
-        from opsgym.agents.llm import LLMError
+    def complete(self, request: Request) -> Reply:
+        """The model's reply to the conversation so far.
 
-        if episode.env != self.env:
-            raise LLMError(f"{self.name} plays {self.env!r}, not {episode.env!r}.")
-        s = self.settings
-        turns = s.max_decisions or episode.max_steps
-        context = getattr(self.model.config, "max_position_embeddings", None)
-        messages = [user_message(prompt(episode))]
-        episode.transcript.append(
-            {
-                "kind": "setup",
-                "agent": self.name,
-                "mode": "constrained: the likeliest valid call" if self.constrained else "free",
-                "backend": f"local transformers model {self.path}",
-                "settings": asdict(s),
-                "chat_template_kwargs": self.template_kwargs,
-                "first_message": messages[0]["content"],
-                "schemas": self.schemas,
-            }
-        )
-        turn = 0
-        while not episode.done:
-            if turn >= turns:
-                episode.transcript.append(
-                    {"kind": "stop", "reason": f"the decision budget ({turns} turns) is spent"}
-                )
-                break
-            text = self._render(messages, generation=True)
-            ids = self._ids(text)
-            if context is not None and len(ids) + self.max_new_tokens > context:
-                episode.transcript.append(
-                    {
-                        "kind": "stop",
-                        "reason": f"the conversation ({len(ids)} tokens) fills "
-                        f"the model's context ({context})",
-                    }
-                )
-                break
-            turn += 1
-            entry: dict[str, Any] = {
-                "kind": "turn",
-                "turn": turn,
-                "step": episode.steps,
-                "prompt_tokens": len(ids),
-            }
-            episode.transcript.append(entry)
-            if episode.steps == 0:
-                episode.token_source = "tokenizer"
-            started = time.monotonic()
-            if self.constrained:
-                self._constrained_turn(episode, messages, text, ids, entry)
-            else:
-                self._free_turn(episode, messages, ids, entry)
-            log.info(
-                "%s: %s seed %d, turn %d of at most %d, step %d: %d tokens in %.1f s",
-                self.name,
-                episode.env,
-                episode.seed,
-                turn,
-                turns,
-                episode.steps,
-                entry["tokens"]["charged"],
-                time.monotonic() - started,
+        Raises:
+            OutOfContext: the conversation and a reply would not fit the model's context.
+        """
+        text = self._render(request.messages, request.tools, generation=True)
+        ids = self._ids(text)
+        if self.context is not None and len(ids) + self.max_new_tokens > self.context:
+            raise OutOfContext(
+                f"the conversation ({len(ids)} tokens) fills the model's context ({self.context})"
             )
-        return episode
+        if self.constrained:
+            return self._choose(request, text, ids)
+        return self._generate(ids)
 
-    def _free_turn(
-        self, episode: Episode, messages: list[dict[str, Any]], ids: list[int], entry: dict
-    ) -> None:
+    def _generate(self, ids: list[int]) -> Reply:
         import torch
 
-        device = self.model.device
-        inputs = torch.tensor([ids], device=device)
+        inputs = torch.tensor([ids], device=self.model.device)
         with torch.no_grad():
             out = self.model.generate(
                 inputs,
@@ -286,63 +225,47 @@ class HFPolicy:
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
             )
-        new = out[0, len(ids) :].tolist()
-        written = _until_eos(new, self.eos)
+        written = _until_eos(out[0, len(ids) :].tolist(), self.eos)
         text = self.tokenizer.decode(
             [t for t in written if t not in self.eos], skip_special_tokens=False
         )
-        parsed = toolcalls.parse_reply(text)
-        outcome = toolcalls.run_turn(episode, parsed, len(written))
-        entry.update(
-            response=text,
-            parsed=[c.to_dict() for c in parsed.calls],
-            tokens={"charged": len(written), "source": "tokenizer"},
-            calls=outcome.calls,
-            stopped=outcome.stopped,
-            steps=outcome.steps,
+        return Reply(
+            message={"role": "assistant", "content": text},
+            usage={"prompt_tokens": len(ids), "completion_tokens": len(written)},
+            raw=text,
         )
-        messages.append({"role": "assistant", "content": text})
-        for call, said in outcome.results:
-            # "(no call)" and "(extra calls)" are rejections of the reply, not of a tool
-            messages.append(tool_message("" if call.startswith("(") else call.split(" ")[0], said))
 
-    def _constrained_turn(
-        self,
-        episode: Episode,
-        messages: list[dict[str, Any]],
-        prefix: str,
-        prefix_ids: list[int],
-        entry: dict,
-    ) -> None:
-        from opsgym.agents.llm import LLMError
-
-        candidates = legal_calls(episode)
+    def _choose(self, request: Request, prefix: str, prefix_ids: list[int]) -> Reply:
+        candidates = request.legal
         if not candidates:
-            raise LLMError(
-                f"{self.name}: no valid call at step {episode.steps} of {episode.env!r} to "
-                "choose from"
-            )
+            raise LLMError(f"{self.label}: no valid call to choose from")
         suffixes = []
         for tool, args in candidates:
-            full = self._render([*messages, call_message(tool, args)], generation=False)
+            full = self._render(
+                [*request.messages, call_message(tool, args)], request.tools, generation=False
+            )
             start = len(_common_prefix(prefix, full))
             suffixes.append(_until_eos(self._ids(full[start:]), self.eos))
         scores = self.score(prefix_ids, suffixes)
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
         tool, args = candidates[best]
-        result = episode.step(tool, args, tokens=len(suffixes[best]))
         ranked = sorted(range(len(candidates)), key=lambda i: -scores[i])[:3]
-        entry.update(
-            candidates=len(candidates),
-            best=[
-                {"name": candidates[i][0], "arguments": candidates[i][1], "logprob": scores[i]}
-                for i in ranked
-            ],
-            chosen={"name": tool, "arguments": args},
-            tokens={"charged": len(suffixes[best]), "source": "tokenizer"},
-            steps=[episode.steps],
+        message = call_message(tool, args)
+        return Reply(
+            message=message,
+            usage={"prompt_tokens": len(prefix_ids), "completion_tokens": len(suffixes[best])},
+            raw=message,
+            # The call as the catalogue made it, not as read back from its JSON text.
+            parsed=ParsedReply((ParsedCall(tool, args, "tool_calls"),), ""),
+            details={
+                "candidates": len(candidates),
+                "best": [
+                    {"name": candidates[i][0], "arguments": candidates[i][1], "logprob": scores[i]}
+                    for i in ranked
+                ],
+                "chosen": {"name": tool, "arguments": args},
+            },
         )
-        messages += [call_message(tool, args), tool_message(tool, toolcalls.result_text(result))]
 
     def score(self, prefix_ids: list[int], suffixes: list[list[int]]) -> list[float]:
         """The model's log-likelihood of each suffix after ``prefix_ids``: one pass over the
@@ -384,6 +307,55 @@ class HFPolicy:
         return scores
 
 
+class HFPolicy(ModelAgent):
+    """A local model playing episodes of ``env`` (see the module docstring).
+
+    Args:
+        env: The environment.
+        path: The model: a run folder, a model folder or a Hub id.
+        constrained: Pick the likeliest valid call instead of generating freely.
+        format: The conversation format (:mod:`opsgym.adapters.chat`): ``history`` (the one
+            the trainers use) or ``snapshot`` (the ``llm:`` policies').
+        settings: How to run it (default: :meth:`HFSettings.from_environment`).
+    """
+
+    deterministic = True
+    log = logging.getLogger(__name__)
+
+    def __init__(
+        self,
+        env: str,
+        path: str,
+        *,
+        constrained: bool = False,
+        format: str = "history",
+        settings: HFSettings | None = None,
+    ):
+        if format not in FORMATS:
+            raise ModelError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        self.env = spec(env).name
+        self.path = path
+        self.constrained = constrained
+        self.format = format
+        s = settings or HFSettings.from_environment()
+        kind = CONSTRAINED if constrained else FREE
+        self.name = f"{kind}:{path}" if format == "history" else f"{kind}+{format}:{path}"
+        loading = time.monotonic()
+        log.info("%s: loading the model (%s, %s)", self.name, s.device, s.precision)
+        self.backend: HFBackend = HFBackend(path, self.env, s, constrained=constrained)
+        log.info("%s: loaded in %.1f s", self.name, time.monotonic() - loading)
+        self.settings = self.backend.settings
+        self.turns = s.max_decisions
+
+    def setup(self) -> dict[str, Any]:
+        """The mode, the settings and the chat template's options."""
+        return {
+            "mode": "constrained: the likeliest valid call" if self.constrained else "free",
+            "settings": asdict(self.settings),
+            "chat_template_kwargs": self.backend.template_kwargs,
+        }
+
+
 def _cache_argument(model: Any) -> str:
     """The name ``forward`` takes the KV cache under: ``cache`` (Transformers 5.2x) or
     ``past_key_values`` (before).
@@ -418,13 +390,3 @@ def _common_prefix(a: str, b: str) -> str:
     if b.startswith(a):  # the usual case: the generation prompt opens the assistant's turn
         return a
     return os.path.commonprefix([a, b])
-
-
-def free(env: str, path: str) -> HFPolicy:
-    """``hf:PATH``."""
-    return HFPolicy(env, path)
-
-
-def constrained(env: str, path: str) -> HFPolicy:
-    """``hf+constrained:PATH``."""
-    return HFPolicy(env, path, constrained=True)

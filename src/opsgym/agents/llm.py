@@ -1,17 +1,24 @@
 """An LLM agent: any OpenAI-compatible chat endpoint, through the tool-calling face.
 
-:class:`LLMAgent` plays an episode turn by turn. Each turn it renders ``[system, user]`` with
-:func:`opsgym.adapters.toolcalls.render_messages` (the world's brief and the reply rules; the
-state now and what each call of its previous turn returned), asks the model once, reads the
-reply with :func:`~opsgym.adapters.toolcalls.parse_reply` and carries it out with
+:class:`LLMAgent` is the endpoint backend (:class:`OpenAIBackend`) in the one drive loop
+(:func:`opsgym.agents.drive.drive`): each turn it asks the model once, and the reply is read
+with :func:`~opsgym.adapters.toolcalls.parse_reply` and carried out with
 :func:`~opsgym.adapters.toolcalls.run_turn`: 1 to 3 calls, each validated by the episode, the
-batch stopped at the first unexpected result. The context is the same size every turn: the
-observation holds everything the agent has been told, so no conversation history is resent.
+batch stopped at the first unexpected result.
+
+**The conversation** (:mod:`opsgym.adapters.chat`) is by default the ``snapshot`` format: each
+turn ``[system, user]``, the world's brief and the reply rules, then the state now and what each
+call of the previous turn returned (:func:`~opsgym.adapters.toolcalls.render_messages`); the
+context is the same size every turn, as the observation holds everything the agent has been
+told. ``format="history"`` (the policy ``llm+history:MODEL``) is the conversation ``opsgym train``
+teaches, TRL's, growing turn by turn: a model trained by opsgym and served by vLLM is evaluated
+in the format it learnt.
 
     agent = LLMAgent("release", model="qwen3-8b", base_url="http://127.0.0.1:8000/v1")
     episode = agent.drive(opsgym.make("release", "mixed", 7))
     opsgym run --env release --policy llm --model qwen3-8b --base-url http://127.0.0.1:8000/v1
     opsgym eval --env release --policy llm:qwen3-8b   # OPSGYM_LLM_BASE_URL names the endpoint
+    opsgym eval --env release --policy llm+history:my-grpo-model   # the format it was trained in
 
 **Endpoint.** ``base_url``, ``model`` and ``api_key`` come from the arguments or from
 ``OPSGYM_LLM_BASE_URL``, ``OPSGYM_LLM_MODEL`` and ``OPSGYM_LLM_API_KEY`` (the key may be left
@@ -44,17 +51,17 @@ budget, which every turn spends at least one step of, so it ends first). An epis
 running when the turns are spent is left unfinished, without a verdict, and the transcript says
 why.
 
-**Record.** Everything goes into ``Episode.transcript`` (``record()["transcript"]``): a
-``setup`` entry (backend, model, endpoint, settings, the system message and the tool schemas,
-which are the same every turn) and per turn the user message, the raw response, the parsed
-calls, what became of each (ran, rejected, skipped, extra, with its step), the tokens and their
-source, and the retries the client took. The events themselves are the episode's, hash-chained.
+**Record.** Everything goes into ``Episode.transcript`` (``record()["transcript"]``, see
+:mod:`opsgym.agents.drive`): a ``setup`` entry (backend, model, endpoint, settings, the format,
+the system message or first message and the tool schemas) and per turn what was sent (the user
+message, in the snapshot format), the raw response, the parsed calls, what became of each (ran,
+rejected, skipped, extra, with its step), the tokens and their source, and the retries the
+client took. The events themselves are the episode's, hash-chained.
 
-**Tokens** are the model's output per turn (see :mod:`opsgym.adapters.toolcalls`): the
+**Tokens** are the model's output per turn (see :mod:`opsgym.adapters.toolcalls.tokens`): the
 provider's ``completion_tokens`` when the response has ``usage`` (the episode's token source is
-``provider``), else the face's own count (``tokenizer``). The source is fixed before the first
-step, from the first reply; a later reply without usage is counted by the tokenizer and its turn
-says so.
+``provider``), else the face's estimate (``estimate``). The source is fixed before the first
+step, from the first reply; a later reply without usage is estimated and its turn says so.
 
 **Offline planner.** :class:`OfflinePlanner` is not a model: one of the world's scripted
 policies writes its call as a ``<tool_call>`` reply, which then goes the same way as a model's
@@ -66,31 +73,33 @@ so in every transcript.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from opsgym.adapters import toolcalls
-from opsgym.agents.base import PREFIXED, Call, legal_calls
-from opsgym.core.episode import Episode, StepResult
+from opsgym.adapters.chat import FORMATS
+from opsgym.agents.base import PREFIXED
+from opsgym.agents.drive import (
+    DEFAULT_DECISIONS,
+    Backend,
+    LLMError,
+    ModelAgent,
+    Reply,
+    Request,
+)
+from opsgym.core.episode import StepResult
 from opsgym.core.errors import OpsgymError
 from opsgym.core.registry import spec
 
 ENV_BASE_URL = "OPSGYM_LLM_BASE_URL"
 ENV_MODEL = "OPSGYM_LLM_MODEL"
 ENV_API_KEY = "OPSGYM_LLM_API_KEY"
-DEFAULT_DECISIONS = 500
-"""Turns per episode when neither ``max_decisions`` nor the episode's step budget bounds them."""
-
 REASONING_OFF = {
     "chat_template_kwargs": {"enable_thinking": False},
     "reasoning": {"enabled": False},
 }
 """What ``reasoning="off"`` adds to each request's body (see the module docstring)."""
-
-
-class LLMError(OpsgymError):
-    """The LLM agent cannot run: a missing setting or package."""
 
 
 class EndpointError(OpsgymError, RuntimeError):
@@ -117,7 +126,10 @@ class LLMSettings:
         temperature: Sampling temperature (``None``: the endpoint's default).
         max_tokens: Most output tokens per turn (``None``: the endpoint's default).
         tools_in_prompt: List the tools in the system message instead of the request's
-            ``tools``, for servers without native tool calling.
+            ``tools``, for servers without native tool calling (the snapshot format only).
+        format: The conversation format (:mod:`opsgym.adapters.chat`): ``snapshot`` (each turn
+            the state now) or ``history`` (TRL's growing conversation, the format ``opsgym
+            train`` teaches).
         extra_body: More fields for each request's body (``reasoning_effort``, ``top_k``...).
     """
 
@@ -131,6 +143,7 @@ class LLMSettings:
     temperature: float | None = 0.0
     max_tokens: int | None = 1024
     tools_in_prompt: bool = False
+    format: str = "snapshot"
     extra_body: dict[str, Any] | None = None
 
     def resolved(self) -> LLMSettings:
@@ -147,6 +160,7 @@ class LLMSettings:
             )
         if self.reasoning not in ("off", "on"):
             raise LLMError(f"reasoning must be 'off' or 'on', got {self.reasoning!r}.")
+        self.check()
         if self.max_decisions is not None and self.max_decisions < 1:
             raise LLMError(f"max_decisions must be >= 1, got {self.max_decisions!r}.")
         if self.timeout <= 0 or self.max_retries < 0:
@@ -155,6 +169,16 @@ class LLMSettings:
                 f"{self.max_retries!r}."
             )
         return LLMSettings(**{**asdict(self), "model": model, "base_url": base_url, "api_key": key})
+
+    def check(self) -> None:
+        """Refuse a format that is not one, or an option it does not take."""
+        if self.format not in FORMATS:
+            raise LLMError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}.")
+        if self.format != "snapshot" and self.tools_in_prompt:
+            raise LLMError(
+                "tools_in_prompt lists the tools in the snapshot format's system message; the "
+                f"{self.format} format sends them as the request's tools."
+            )
 
     def public(self) -> dict[str, Any]:
         """The settings as the transcript records them (never the key)."""
@@ -166,53 +190,11 @@ class LLMSettings:
 # -- backends -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Request:
-    """One turn's question to a backend.
-
-    ``messages`` and ``tools`` are what a model is sent. ``obs`` and ``legal`` (the legal
-    catalogue calls) are for the offline planner only, which reads what a scripted policy reads.
-    """
-
-    messages: list[dict[str, str]]
-    tools: list[dict[str, Any]] | None
-    obs: dict[str, Any]
-    legal: list[Call]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A backend's answer: the assistant ``message`` (a dict), the provider's ``usage`` (or
-    ``None``), the raw response as JSON, and the retries it took.
-    """
-
-    message: dict[str, Any]
-    usage: dict[str, Any] | None
-    raw: dict[str, Any]
-    retries: int = 0
-
-
-class Backend(Protocol):
-    """Where replies come from."""
-
-    label: str
-    token_source: str | None
-    """``None``: counted per reply (provider usage, else tokenizer); else fixed."""
-
-    def reset(self, seed: int | None) -> None:
-        """Prepare for a new episode."""
-
-    def complete(self, request: Request) -> Reply:
-        """The reply to ``request``; raises :class:`EndpointError` when there is none."""
-
-    def feedback(self, result: StepResult) -> None:
-        """What a call returned (the planner's scripted policy may want it)."""
-
-
 class OpenAIBackend:
     """An OpenAI-compatible chat endpoint through the ``openai`` client."""
 
     token_source = None
+    needs_legal = False
 
     def __init__(self, settings: LLMSettings):
         self.settings = settings
@@ -343,6 +325,7 @@ class OfflinePlanner:
     """
 
     token_source = "none"
+    needs_legal = True
 
     def __init__(self, env: str, policy: str = "oracle", style: str = "text"):
         from opsgym.agents.base import get_policy
@@ -389,8 +372,8 @@ class OfflinePlanner:
 # -- the agent ------------------------------------------------------------------------------
 
 
-class LLMAgent:
-    """Plays episodes of ``env`` through the tool-calling face (see the module docstring).
+class LLMAgent(ModelAgent):
+    """Plays episodes of ``env`` through an endpoint (see the module docstring).
 
     Args:
         env: The environment.
@@ -398,10 +381,10 @@ class LLMAgent:
         base_url: The endpoint (else ``OPSGYM_LLM_BASE_URL``).
         api_key: Its key (else ``OPSGYM_LLM_API_KEY``).
         backend: Use this instead of an endpoint (an :class:`OfflinePlanner`, a test double).
-        **settings: The other fields of :class:`LLMSettings`.
+        **settings: The other fields of :class:`LLMSettings` (``format``, ``max_decisions``...).
     """
 
-    deterministic = False
+    log = logging.getLogger(__name__)
 
     def __init__(
         self,
@@ -419,127 +402,30 @@ class LLMAgent:
                 model=model, base_url=base_url, api_key=api_key, **settings
             ).resolved()
             self.backend: Backend = OpenAIBackend(self.settings)
-            self.name = f"llm:{self.settings.model}"
+            kind = "llm" if self.settings.format == "snapshot" else f"llm+{self.settings.format}"
+            self.name = f"{kind}:{self.settings.model}"
         else:
             self.settings = LLMSettings(model=model, base_url=base_url, **settings)
+            self.settings.check()
             self.backend = backend
             self.name = getattr(backend, "name", "llm:" + type(backend).__name__)
+        self.format = self.settings.format
+        self.tools_in_prompt = self.settings.tools_in_prompt
+        self.turns = self.settings.max_decisions
 
-    def reset(self, seed: int | None = None) -> None:
-        """Prepare for a new episode."""
-        self.backend.reset(seed)
-
-    def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
-        """Not supported: the agent makes several calls a turn and counts their tokens, so it
-        steps the episode itself (:meth:`drive`, which :func:`opsgym.agents.play` calls).
-        """
-        raise LLMError(
-            f"{self.name} steps episodes itself: use opsgym.agents.play(episode, agent) or "
-            "agent.drive(episode), not act()."
-        )
-
-    def drive(self, episode: Episode) -> Episode:
-        """Play ``episode`` until it ends or the turns run out; return it.
-
-        Raises :class:`EndpointError` if the endpoint fails (the transcript keeps the turn).
-        """
-        if episode.env != self.env:
-            raise LLMError(f"{self.name} plays {self.env!r}, not {episode.env!r}.")
-        s = self.settings
-        turns = s.max_decisions or episode.max_steps or DEFAULT_DECISIONS
-        native = not s.tools_in_prompt
-        system = toolcalls.system_text(
-            episode.env, episode.spec.brief, None if native else episode.tools
-        )
-        episode.transcript.append(
-            {
-                "kind": "setup",
-                "agent": self.name,
-                "backend": self.backend.label,
-                "settings": s.public(),
-                "tools": "request" if native else "system message",
-                "max_calls": toolcalls.MAX_CALLS,
-                "system": system,
-                "schemas": episode.tools,
-            }
-        )
-        results: list[tuple[str, str]] | None = None
-        turn = 0
-        while not episode.done:
-            if turn >= turns:
-                episode.transcript.append(
-                    {"kind": "stop", "reason": f"the decision budget ({turns} turns) is spent"}
-                )
-                break
-            turn += 1
-            results = self._turn(episode, turn, system, native, results)
-        return episode
-
-    def _turn(
-        self,
-        episode: Episode,
-        turn: int,
-        system: str,
-        native: bool,
-        results: list[tuple[str, str]] | None,
-    ) -> list[tuple[str, str]]:
-        obs = episode.observe()
-        user = toolcalls.state_text(obs, results)
-        entry: dict[str, Any] = {"kind": "turn", "turn": turn, "step": episode.steps, "user": user}
-        episode.transcript.append(entry)
-        request = Request(
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            tools=episode.tools if native else None,
-            obs=obs,
-            legal=legal_calls(episode) if isinstance(self.backend, OfflinePlanner) else [],
-        )
-        try:
-            reply = self.backend.complete(request)
-        except EndpointError as exc:
-            entry["error"] = str(exc)
-            raise
-        parsed = toolcalls.parse_reply(reply.message)
-        tokens, source = self._tokens(reply)
-        self._mark_source(episode, source)
-        entry.update(
-            response=reply.raw,
-            retries=reply.retries,
-            parsed=[c.to_dict() for c in parsed.calls],
-            text=parsed.text,
-            reasoning=parsed.reasoning,
-            tokens={
-                "charged": tokens,
-                "source": source,
-                "prompt": (reply.usage or {}).get("prompt_tokens"),
-                "completion": (reply.usage or {}).get("completion_tokens"),
-            },
-        )
-        outcome = toolcalls.run_turn(episode, parsed, tokens, on_result=self.backend.feedback)
-        entry.update(calls=outcome.calls, stopped=outcome.stopped, steps=outcome.steps)
-        return outcome.results
-
-    def _tokens(self, reply: Reply) -> tuple[int, str]:
-        fixed = self.backend.token_source
-        if fixed == "none":
-            return 0, "none"
-        usage = reply.usage or {}
-        counted = usage.get("completion_tokens")
-        if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
-            return counted, "provider"
-        return toolcalls.count_tokens(toolcalls.reply_text(reply.message)), "estimate"
-
-    @staticmethod
-    def _mark_source(episode: Episode, source: str) -> None:
-        """Name the episode's token source before its first step (see the module docstring)."""
-        if episode.steps == 0:
-            episode.token_source = source
+    def setup(self) -> dict[str, Any]:
+        """The settings, as the transcript records them (never the key)."""
+        return {"settings": self.settings.public()}
 
 
 # -- registration ---------------------------------------------------------------------------
 
 
-def _llm(env: str, model: str) -> LLMAgent:
-    return LLMAgent(env, model=model)
+def _llm(format: str) -> Any:
+    def factory(env: str, model: str) -> LLMAgent:
+        return LLMAgent(env, model=model, format=format)
+
+    return factory
 
 
 def _planner(env: str, policy: str) -> LLMAgent:
@@ -551,14 +437,18 @@ def _planner(env: str, policy: str) -> LLMAgent:
     return agent
 
 
-PREFIXED.setdefault("llm", _llm)
+PREFIXED.setdefault("llm", _llm("snapshot"))
+PREFIXED.setdefault("llm+history", _llm("history"))
 PREFIXED.setdefault("planner", _planner)
 
 __all__ = [
+    "DEFAULT_DECISIONS",
     "EndpointError",
     "LLMAgent",
     "LLMError",
     "LLMSettings",
     "OfflinePlanner",
     "OpenAIBackend",
+    "Reply",
+    "Request",
 ]
