@@ -204,7 +204,8 @@ def evaluate_in_process(
     world = spec(env)
     label = str(getattr(policy, "name", "policy"))
     cfg = EvalConfig(env, (label,), tuple(scenarios), split, episodes)
-    rows, scores = [], {}
+    rows: list[dict[str, Any]] = []
+    scores: dict[str, list[bool | None]] = {}
     for scenario in cfg.scenarios:
         scores[scenario] = []
         for seed in seeds(split, episodes):
