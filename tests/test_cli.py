@@ -99,3 +99,53 @@ def test_every_command_fails_through_one_helper():
     pattern = re.compile(r"""echo\(f?["']error:|print\(f?["']\[[^]]*\]error:|Exit\((2|130)\)""")
     for path in [src / "cli.py", src / "evaluation" / "cli.py", *src.glob("training/cli*.py")]:
         assert not pattern.search(path.read_text()), path
+
+
+TODAY = {
+    "ppo": {"env": "release", "scenario": "mixed", "total_timesteps": 300_000, "seed": 1,
+            "n_envs": 4, "curriculum": True, "mask": True, "eval_episodes": 200},
+    "sft": {"env": "release", "scenario": "mixed", "episodes": 256, "eval_episodes": 32,
+            "epochs": 1.0, "max_steps": -1, "batch_size": 2, "grad_accum": 8, "lora_r": 16,
+            "lora_alpha": 32, "lora_dropout": 0.05, "lora_targets": "all-linear"},
+    "grpo": {"env": "release", "scenario": "mixed", "episodes": 512, "steps": 200,
+             "num_generations": 8, "max_tool_calls": None, "thinking": False, "vllm": False},
+}  # fmt: skip
+"""Options the training commands had before they were generated (a sample): still there, with
+the same defaults."""
+
+
+def test_train_options_are_generated_from_the_trainers_config_models():
+    import typer.main
+
+    from opsgym.training.cli import train_app
+    from opsgym.training.job import KINDS
+
+    commands = typer.main.get_command(train_app).commands
+    for kind, trainer in KINDS.items():
+        params = {p.name: p for p in commands[kind].params}
+        fields = {}
+        for name, field in trainer.config.model_fields.items():  # a nested model: lora_r...
+            inner = field.annotation if name == "lora" else None
+            for sub, f in inner.model_fields.items() if inner else [(None, field)]:
+                fields[f"{name}_{sub}" if sub else name] = f
+        assert set(params) == {*fields, "out", "name", "db"}, kind
+        for name, field in fields.items():
+            want = field.get_default(call_default_factory=True)
+            if name == "model":  # a trainer's model is always named on the command line
+                assert params[name].required and params[name].default is None
+            else:
+                assert params[name].default == want, (kind, name)
+            assert params[name].help == " ".join(field.description.replace("``", "").split())
+        for name, default in TODAY[kind].items():
+            assert params[name].default == default, (kind, name)
+
+
+def test_a_training_option_out_of_its_bounds_is_one_line_naming_the_option(tmp_path):
+    out = opsgym("train", "ppo", "--n-envs", "0", "--out", str(tmp_path))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == "error: --n-envs 0: Input should be greater than or equal to 1"
+    out = opsgym("train", "sft", "--model", "tiny", "--lora-dropout", "1", "--out", str(tmp_path))
+    assert out.returncode == 2 and out.stderr.startswith("error: --lora-dropout 1.0: ")
+    out = opsgym("train", "ppo", "--sweep", "0.8", "--fade", "0.5", "--out", str(tmp_path))
+    assert out.stderr.strip() == "error: sweep must be at most fade, got sweep=0.8, fade=0.5"
+    assert list(tmp_path.iterdir()) == []

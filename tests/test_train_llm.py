@@ -419,6 +419,8 @@ def test_bad_input_is_a_one_line_error(kind, work, sft_run):
     assert not (work / "m").exists()
     assert "exists" in one_line_error(invoke(*base, "--model", "tiny", "--name", "sft"))
     assert "cannot load" in one_line_error(invoke(*base, "--model", "nobody/no-such-model-xyz"))
+    below = one_line_error(invoke(*base, "--model", "tiny", "--lora-r", -1, "--name", "b"))
+    assert below.startswith("error: --lora-r -1: ") and not (work / "b").exists()
 
 
 def test_eval_of_a_model_that_cannot_be_loaded_is_a_one_line_error(work):

@@ -124,6 +124,37 @@ def test_a_trained_policy_is_evaluated_like_any_other(tmp_path):
     assert "ppo:" in out.stdout and "3 episodes played" in out.stdout
 
 
+@pytest.mark.parametrize("env", ["release", "fleet", "oversight"])
+def test_the_evaluation_is_the_harness_s_with_the_world_s_headline(env):
+    """What PPO's evaluations report (``evaluation.json``, the ``dev_*``/``test_*`` curves) is the
+    evaluation harness's summary, and the world's headline counted as the world declares it."""
+    from opsgym.agents import get_policy, play
+    from opsgym.core.registry import make, spec
+    from opsgym.core.scenarios import seeds
+    from opsgym.evaluation.harness import evaluate_in_process
+    from opsgym.training.ppo import evaluate_policy
+
+    policy = "naive" if env == "release" else "oracle"  # release's naive ships unsafely
+    result = evaluate_policy(env, get_policy(env, policy), "mixed", 12, "dev")
+    (summary,) = evaluate_in_process(
+        env, get_policy(env, policy), ["mixed"], split="dev", episodes=12
+    )
+    assert result["summary"] == summary and result["episodes"] == 12
+    assert result["mean_return"] == summary["return"]["value"]
+    headline = spec(env).headline
+    counted = scored = 0
+    for seed in seeds("dev", 12):  # by hand: each episode's outcome and final truth
+        episode = play(make(env, "mixed", seed), get_policy(env, policy))
+        score = headline.score(episode.verdict.outcome, episode.events[-1]["truth"])
+        counted += score is not None
+        scored += bool(score)
+    figure = summary["headline"]
+    assert (figure["name"], figure["counted"], figure["scored"]) == (headline.name, counted, scored)
+    assert result[headline.name] == scored / counted
+    if env == "release":
+        assert result["shipped_when_shippable"] < 1 and result["safe_rate"] < 1
+
+
 def test_an_unknown_env_is_a_one_line_error(tmp_path):
     out = opsgym("train", "ppo", "--env", "relase", "--out", str(tmp_path))
     line = one_line_error(out)

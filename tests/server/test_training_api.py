@@ -364,14 +364,22 @@ def test_training_needs_the_operator_token(server):
     )
 
 
-def test_a_config_is_the_trainers_own_dataclass_and_the_servers_caps(server):
+def test_a_config_is_the_trainers_own_model_and_the_servers_caps(server):
+    from opsgym.training.job import KINDS
+
     live = server(max_ppo_timesteps=5000, max_llm_steps=10, max_training_wall_s=600)
     kinds = {k["kind"]: k for k in live.client.get("/api/training").json()["kinds"]}
     assert set(kinds) == {"ppo", "sft", "grpo"}
+    for kind, listed in kinds.items():  # the very schema opsgym train generates its options from
+        assert listed["config_schema"] == KINDS[kind].config.model_json_schema()
     ppo = kinds["ppo"]["config_schema"]
     assert ppo["additionalProperties"] is False and ppo["properties"]["n_envs"]["default"] == 4
+    assert ppo["properties"]["n_envs"]["minimum"] == 1  # bounds, with every description
+    assert (ppo["properties"]["sweep"]["minimum"], ppo["properties"]["sweep"]["maximum"]) == (0, 1)
+    assert all(field.get("description") for field in ppo["properties"].values())
     assert "Environment steps" in ppo["properties"]["total_timesteps"]["description"]
-    assert kinds["sft"]["config_schema"]["$defs"]["LoRA"]["additionalProperties"] is False
+    lora = kinds["sft"]["config_schema"]["$defs"]["LoRA"]
+    assert lora["additionalProperties"] is False and lora["properties"]["r"]["minimum"] == 0
 
     def refusal(status: int, **body) -> str:
         reply = start(live, **body)
@@ -382,7 +390,10 @@ def test_a_config_is_the_trainers_own_dataclass_and_the_servers_caps(server):
     assert "'rank'" in refusal(422, kind="sft", config={"lora": {"r": 4, "rank": 8}})
     assert "'ppo', 'sft', 'grpo'" in refusal(422, kind="gym")
     assert "'nope'" in refusal(422, config={"env": "nope"})
-    assert "n_envs must be >= 1" in refusal(422, config={**SMALL, "n_envs": 0})
+    below = refusal(422, config={**SMALL, "n_envs": 0})  # the model's bound, naming the field
+    assert "'n_envs'" in below and "greater than or equal to 1" in below
+    assert "'dropout'" in refusal(422, kind="sft", config={"lora": {"dropout": 1.5}})
+    assert "sweep must be at most fade" in refusal(422, config={**SMALL, "sweep": 0.9})
     assert "at most 5,000" in refusal(422, config={**SMALL, "total_timesteps": 6000})
     assert "at most 10 optimizer steps" in refusal(422, kind="sft", config={"episodes": 400})
     assert "at most 600" in refusal(422, max_wall_s=601)

@@ -118,6 +118,33 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Headline:
+    """The figure a world sums up a policy by, beside its outcome rates: the share of the
+    episodes it counts that ended in one of its outcomes (``shipped_when_shippable``: of the
+    releases whose v2 could ship, the share shipped and verified). Like the judge, it reads only
+    the outcome and the final truth; the evaluation harness reports it with its interval.
+
+    Attributes:
+        name: How reports and curves name it.
+        outcomes: The outcomes that score.
+        counts: ``counts(truth) -> bool``: whether an episode whose final truth is ``truth``
+            counts; ``None``: every episode does.
+    """
+
+    name: str
+    outcomes: frozenset[str]
+    counts: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def score(self, outcome: str | None, truth: Mapping[str, Any]) -> bool | None:
+        """Whether an episode that ended in ``outcome`` with final ``truth`` scored; ``None``
+        when it does not count.
+        """
+        if self.counts is not None and not self.counts(truth):
+            return None
+        return outcome in self.outcomes
+
+
+@dataclass(frozen=True)
 class EnvSpec:
     """How to build and judge one environment.
 
@@ -157,6 +184,9 @@ class EnvSpec:
             world); ``None`` for a world without levels.
         routes: HTTP routes of the world's own (:class:`Route`), which the server mounts
             under ``/api/envs/{name}``.
+        headline: The figure a policy on this world is summed up by (:class:`Headline`), which
+            the evaluation harness reports (PPO's evaluations, ``evaluation.json``); ``None``:
+            the outcome rates alone.
         terminal: The tool that asks the judge to end the episode (the one marked
             ``@tool(terminal=True)``), or ``None`` when only the world ends it; derived from
             ``world``'s tools, never set.
@@ -183,6 +213,7 @@ class EnvSpec:
     manual: str = ""
     curriculum: Callable[[], Curriculum] | None = None
     routes: tuple[Route, ...] = ()
+    headline: Headline | None = None
     terminal: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:

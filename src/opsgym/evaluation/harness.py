@@ -1,4 +1,7 @@
-"""``opsgym.evaluate(...)``: run an evaluation into the store and summarise it."""
+"""``opsgym.evaluate(...)``: run an evaluation into the store and summarise it; or, for a policy
+held in memory (a model being trained), :func:`evaluate_in_process`: the same episodes and the
+same summary, without the store.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from opsgym.core.registry import spec
-from opsgym.evaluation.runner import EvalConfig, Writer, check, execute, heap_frozen, tasks
+from opsgym.core.scenarios import seeds
+from opsgym.core.spec import EnvSpec
+from opsgym.evaluation.metrics import rate
+from opsgym.evaluation.runner import (
+    EvalConfig,
+    Writer,
+    check,
+    downtime_cost,
+    execute,
+    heap_frozen,
+    lies_of,
+    request,
+    tasks,
+)
 from opsgym.evaluation.summary import summarise
 
 
@@ -166,3 +182,73 @@ def evaluate(
 
         write_outputs(result, rows, Path(out))
     return result
+
+
+def evaluate_in_process(
+    env: str,
+    policy: Any,
+    scenarios: Sequence[str] = ("mixed",),
+    *,
+    split: str = "test",
+    episodes: int = 200,
+) -> list[dict[str, Any]]:
+    """Evaluate ``policy``, an object in this process (a model still training), with no store.
+
+    The episodes are those :func:`evaluate` plays for a deterministic policy (each one requested
+    as an evaluation's, the same seeds of ``split``) and the summary is its own
+    (:func:`~opsgym.evaluation.summary.summarise`), one entry per scenario, each with the
+    world's ``headline`` figure added (:func:`headline`).
+    """
+    from opsgym.agents import play
+
+    world = spec(env)
+    label = str(getattr(policy, "name", "policy"))
+    cfg = EvalConfig(env, (label,), tuple(scenarios), split, episodes)
+    rows: list[dict[str, Any]] = []
+    scores: dict[str, list[bool | None]] = {}
+    for scenario in cfg.scenarios:
+        scores[scenario] = []
+        for seed in seeds(split, episodes):
+            episode = play(request(cfg, scenario, seed).start(evaluation=True), policy)
+            outcome = episode.verdict.outcome if episode.verdict else None
+            rows.append(
+                {
+                    "policy": label,
+                    "scenario": scenario,
+                    "seed": seed,
+                    "trial": 0,
+                    "outcome": outcome,
+                    "return": episode.total_reward,
+                    "rewards": dict(episode.rewards.totals),
+                    "steps": len(episode.events),
+                    "tokens": sum(e["tokens"] for e in episode.events),
+                    "downtime_cost": downtime_cost(episode.events),
+                    "lies": lies_of(episode),
+                }
+            )
+            if world.headline is not None:
+                truth = episode.events[-1]["truth"] if episode.events else {}
+                scores[scenario].append(world.headline.score(outcome, truth))
+    summary = summarise(
+        rows, outcomes=world.outcome_rewards, safe_outcomes=world.safe_outcomes, trials=1
+    )
+    for entry in summary:
+        entry["headline"] = headline(world, scores[entry["scenario"]])
+    return summary
+
+
+def headline(world: EnvSpec, scores: Sequence[bool | None]) -> dict[str, Any] | None:
+    """The world's headline figure over episodes scored by :meth:`Headline.score
+    <opsgym.core.spec.Headline.score>`: ``{"name", "value", "low", "high", "scored",
+    "counted"}`` (a Wilson interval; ``None`` figures when no episode counted), or ``None`` for a
+    world that declares none.
+    """
+    if world.headline is None:
+        return None
+    counted = [s for s in scores if s is not None]
+    return {
+        "name": world.headline.name,
+        **rate(sum(counted), len(counted)).to_dict(),
+        "scored": sum(counted),
+        "counted": len(counted),
+    }

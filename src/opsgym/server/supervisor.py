@@ -34,7 +34,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +210,7 @@ class Supervisor:
             files.folder.mkdir(parents=True, exist_ok=True)
             for path in files.all():
                 path.unlink(missing_ok=True)  # a deleted job's, whose files were kept
-            config = asdict(cfg)
+            config = cfg.model_dump()
             spec = {"kind": kind, "name": name, "out": str(self.runs_dir), "config": config}
             files.spec.write_text(_json(spec))
             self.store.add_training_job(

@@ -17,8 +17,9 @@ job, watch its curves and log live, stop it, and take what it made.
 ``GET /api/training/runs[/{name}]``        every stored run (the CLI's too)
 =========================================  =====================================================
 
-A job's config is the trainer's own dataclass (:data:`opsgym.training.job.KINDS`), read by
-pydantic with unknown keys refused and checked by the trainer's ``check()``; then the server's
+A job's config is the trainer's own config model (:data:`opsgym.training.job.KINDS`), the one
+``opsgym train`` generates its options from: unknown keys and values out of bounds are a 422
+naming the field, and the trainer's ``check()`` looks up its names; then the server's
 caps apply (``max_ppo_timesteps``, ``max_llm_steps``, ``max_training_wall_s``) and, for the LLM
 trainers, the rule of :mod:`opsgym.server.policies`: a model is ``tiny``, a run in the runs folder
 (``runs:NAME``) or a Hub id, never a path. The supervisor (:mod:`opsgym.server.supervisor`) runs
@@ -41,7 +42,6 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict
 from pathlib import Path as FsPath
 from typing import Annotated, Any, Literal
 
@@ -59,8 +59,8 @@ from opsgym.server.openenv import JSON
 from opsgym.server.supervisor import ACTIVE, Supervisor
 from opsgym.store.errors import NotFoundError
 from opsgym.store.models import utcnow
-from opsgym.training.job import KINDS, STRICT, config_schema, parse_config
-from opsgym.training.runs import run_name
+from opsgym.training.job import KINDS, config_schema
+from opsgym.training.runs import STRICT, run_name
 
 STREAM_POLL_S = 0.5
 """How often a stream looks for news."""
@@ -90,7 +90,7 @@ JobName = Annotated[
 
 
 def _start_model(kind: str) -> type[BaseModel]:
-    """The body that starts a ``kind`` job: its config is the trainer's own dataclass."""
+    """The body that starts a ``kind`` job: its config is the trainer's own model."""
     config = KINDS[kind].config
     return create_model(
         f"{kind.upper()}JobStart",
@@ -202,7 +202,7 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
         """
         kind = KINDS[body.kind]
         try:
-            cfg = parse_config(kind.name, asdict(body.config))
+            cfg = body.config.check()
         except UnknownNameError as exc:  # a world or scenario in the body: the body is wrong
             raise ValueError(str(exc)) from None
         steps, cap = kind.steps(cfg), getattr(settings, CAPS[kind.name])

@@ -33,53 +33,56 @@ as it is and marks the run ``interrupted``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, model_validator
 
 from opsgym.agents.hf_models import one_line, resolve_device, resolve_precision
 from opsgym.core.errors import TrainingError
 from opsgym.training import runs
 from opsgym.training.hf import LoRA
+from opsgym.training.runs import TrainerConfig
 
 LEDGER = "episodes.jsonl"
 """The rollouts' episodes, one JSON object a line:
 ``{"step", "seed", "scenario", "family", "calls", "steps", "done", "outcome", "return"}``."""
 
 
-@dataclass
-class GRPORunConfig:
+class GRPORunConfig(TrainerConfig):
     """Everything a GRPO run depends on (saved as ``config.json`` and in the store)."""
 
     env: str = "release"
     """World to train on."""
     model: str = "tiny"
-    """Model to train: ``tiny``, a run folder (an SFT run's), a model folder or a Hub id."""
+    """Model to train: ``tiny`` (built here, offline), a run folder (an SFT run's), a model
+    folder or a Hub id."""
     scenario: str = "mixed"
     """Scenario of the training episodes (``mixed``: the seed draws the family)."""
-    episodes: int = 512
+    episodes: int = Field(512, ge=1)
     """Train seeds in the dataset (each one an episode, played ``num_generations`` times)."""
-    steps: int = 200
+    steps: int = Field(200, ge=1)
     """Optimizer steps."""
-    num_generations: int = 8
-    """Rollouts per seed: the group whose returns GRPO compares."""
-    batch_size: int = 8
-    """Rollouts per device per step (a multiple of ``num_generations``)."""
-    grad_accum: int = 1
+    num_generations: int = Field(8, ge=2)
+    """Rollouts per seed: the group whose returns GRPO compares (at least two)."""
+    batch_size: int = Field(8, ge=1)
+    """Rollouts per device per step (``batch_size x grad_accum``: a multiple of
+    ``num_generations``)."""
+    grad_accum: int = Field(1, ge=1)
     """Batches accumulated per optimizer step."""
-    learning_rate: float = 1e-5
+    learning_rate: float = Field(1e-5, gt=0)
     """AdamW's step size."""
-    beta: float = 0.0
+    beta: float = Field(0.0, ge=0)
     """KL penalty towards the starting model (0: no reference model is kept)."""
-    temperature: float = 1.0
+    temperature: float = Field(1.0, gt=0)
     """Sampling temperature of the rollouts."""
-    max_completion_length: int = 4096
+    max_completion_length: int = Field(4096, ge=1)
     """Tokens of one rollout after its prompt: the model's turns and the tools' reports."""
-    max_tool_calls: int | None = None
-    """Rounds of tool calls per rollout (``None``: until the tokens run out)."""
+    max_tool_calls: int | None = Field(None, ge=1)
+    """Rounds of tool calls per rollout (default: until the tokens run out)."""
     thinking: bool = False
     """Let a reasoning chat template think (Qwen3's ``enable_thinking``); off by default."""
-    lora: LoRA = field(default_factory=LoRA)
+    lora: LoRA = Field(default_factory=LoRA)
     """LoRA's settings (``r=0``: every weight is trained)."""
     precision: str = "auto"
     """``auto`` (bf16 on a GPU that has it, else fp32), ``fp32``, ``bf16`` or ``fp16``."""
@@ -87,45 +90,33 @@ class GRPORunConfig:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
     vllm: bool = False
     """Generate with vLLM in this process (``vllm_mode="colocate"``); needs vLLM and a GPU."""
-    seed: int = 1
+    seed: int = Field(1, ge=0)
     """Seeds the trainer (data order, sampling) and ``tiny``'s weights."""
-    logging_steps: int = 1
+    logging_steps: int = Field(1, ge=1)
     """Log (and record in the store) every this many steps."""
-    save_steps: int = 50
+    save_steps: int = Field(50, ge=1)
     """Checkpoint every this many steps (the last two are kept)."""
     report_to: str = "none"
     """Where the trainer also reports: ``none``, ``tensorboard``, ``wandb``..."""
-    torch_threads: int = 0
+    torch_threads: int = Field(0, ge=0)
     """Torch's CPU threads (0: torch's default)."""
 
-    def check(self) -> GRPORunConfig:
-        """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
-        from opsgym.core.registry import spec
-
-        spec(self.env).scenario(self.scenario)
-        for name in ("episodes", "steps", "batch_size", "grad_accum", "max_completion_length"):
-            if getattr(self, name) < 1:
-                raise TrainingError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.num_generations < 2:
-            raise TrainingError(
-                f"num_generations must be >= 2 (GRPO compares a group), got {self.num_generations}"
-            )
+    @model_validator(mode="after")
+    def _whole_groups(self) -> GRPORunConfig:
         if (self.batch_size * self.grad_accum) % self.num_generations:
-            raise TrainingError(
+            raise ValueError(
                 f"batch_size x grad_accum ({self.batch_size} x {self.grad_accum}) must be a "
                 f"multiple of num_generations ({self.num_generations})"
             )
-        if self.max_tool_calls is not None and self.max_tool_calls < 1:
-            raise TrainingError(f"max_tool_calls must be >= 1, got {self.max_tool_calls}")
-        for name in ("torch_threads", "seed", "beta"):
-            if getattr(self, name) < 0:
-                raise TrainingError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.learning_rate <= 0 or self.temperature <= 0:
-            raise TrainingError(
-                f"learning_rate and temperature must be > 0, got {self.learning_rate}, "
-                f"{self.temperature}"
-            )
-        self.lora.check()
+        return self
+
+    def check(self) -> GRPORunConfig:
+        """Check the names against the registry (an unknown world or scenario raises, naming
+        the known ones); the fields' bounds were checked when the config was made.
+        """
+        from opsgym.core.registry import spec
+
+        spec(self.env).scenario(self.scenario)
         return self
 
 
@@ -289,8 +280,8 @@ def train(
     except (ValueError, TypeError, ImportError) as exc:
         shutil.rmtree(folder, ignore_errors=True)  # it did not exist: the trainer made it
         raise TrainingError(f"GRPOTrainer refused the setup: {one_line(exc)}") from None
-    runs.write_config(folder, asdict(cfg))
-    curves.record = runs.Record(db, name, kind="grpo", env=cfg.env, config=asdict(cfg))
+    runs.write_config(folder, cfg.model_dump())
+    curves.record = runs.Record(db, name, kind="grpo", env=cfg.env, config=cfg.model_dump())
 
     # -- training, then the final model
     def save() -> Path:

@@ -14,13 +14,15 @@ policy reads back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, field_validator
 
 from opsgym.agents import hf_models
 from opsgym.agents.hf_models import META, torch_dtype
 from opsgym.core.errors import TrainingError
+from opsgym.training.runs import TrainerConfig
 
 TINY = "tiny"
 """The model name that builds :mod:`opsgym.training.tiny`'s model instead of loading one."""
@@ -38,29 +40,24 @@ def trainer_arguments(device: str, precision: str) -> dict[str, Any]:
 # -- LoRA -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LoRA:
+class LoRA(TrainerConfig, frozen=True):
     """LoRA's settings (PEFT); ``r=0`` trains every weight instead."""
 
-    r: int = 16
+    r: int = Field(16, ge=0)
     """Rank of the adapters (0: no LoRA, full fine-tuning)."""
-    alpha: int = 32
+    alpha: int = Field(32, gt=0)
     """Scale of the adapters' output (``alpha / r``)."""
-    dropout: float = 0.05
+    dropout: float = Field(0.05, ge=0, lt=1)
     """Dropout on the adapters' input."""
     targets: str = "all-linear"
     """Modules adapted: ``all-linear`` or names separated by commas (``q_proj,v_proj``)."""
 
-    def check(self) -> LoRA:
-        """Raise :class:`TrainingError` naming the first bad field."""
-        if self.r < 0 or self.alpha <= 0 or not 0 <= self.dropout < 1:
-            raise TrainingError(
-                f"LoRA needs r >= 0, alpha > 0 and dropout in [0, 1), got r={self.r}, "
-                f"alpha={self.alpha}, dropout={self.dropout}"
-            )
-        if not self.targets.strip():
-            raise TrainingError("lora_targets is empty: pass all-linear or module names")
-        return self
+    @field_validator("targets")
+    @classmethod
+    def _named(cls, targets: str) -> str:
+        if not targets.strip():
+            raise ValueError("empty: pass all-linear or module names separated by commas")
+        return targets
 
     def peft_config(self) -> Any:
         """PEFT's ``LoraConfig`` for a causal LM, or ``None`` when ``r`` is 0."""

@@ -1,10 +1,10 @@
 """One training run as a job of its own process: ``python -m opsgym.training.job SPEC``.
 
 The server's training jobs (:mod:`opsgym.server.supervisor`) start this module; it runs the very
-``train`` function and config dataclass that ``opsgym train`` runs (:data:`KINDS`), nothing
+``train`` function and config model that ``opsgym train`` runs (:data:`KINDS`), nothing
 copied. ``SPEC`` is a JSON file ``{"kind", "name", "out", "config"}``; the config is validated
-again here, as the server validated it (:func:`parse_config`: the trainer's own dataclass,
-unknown keys refused). The run is recorded in the store ``OPSGYM_DB`` names.
+again here, as the server validated it (:func:`parse_config`: the trainer's own model, unknown
+keys and values out of bounds refused). The run is recorded in the store ``OPSGYM_DB`` names.
 
 What the job leaves beside its spec (:class:`JobFiles`, in ``OUT/.jobs``): its log (the
 process's standard output and error, the trainer's progress lines among them) and, as it ends,
@@ -31,17 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, create_model
-
 from opsgym.training.grpo import GRPORunConfig
 from opsgym.training.ppo import PPOConfig
+from opsgym.training.runs import TrainerConfig
 from opsgym.training.sft import SFTRunConfig
 
 log = logging.getLogger("opsgym.training.job")
-
-STRICT = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
-"""How a job's config is read: unknown keys refused, each field described by its docstring,
-no infinities (they cannot be stored as JSON)."""
 
 JOBS_DIR = ".jobs"
 """The folder inside the runs folder that holds the jobs' specs, logs and results (a name no
@@ -64,8 +59,8 @@ class Kind:
 
     name: str
     """What a job names it by (``ppo``, ``sft``, ``grpo``)."""
-    config: type
-    """Its config dataclass (what ``opsgym train NAME`` builds from its flags)."""
+    config: type[TrainerConfig]
+    """Its config model (what ``opsgym train NAME`` generates its options from)."""
     train: str
     """Its ``train(cfg, out, db, *, name)`` function, as ``module:function``."""
     requires: tuple[str, ...]
@@ -122,37 +117,22 @@ KINDS: dict[str, Kind] = {
 """Every trainer a job can run, by name."""
 
 
-def _holder(kind: Kind) -> type[BaseModel]:
-    """A model whose one field is the kind's config: pydantic reads a plain dataclass inside a
-    model with the model's config (:data:`STRICT`), nested dataclasses (LoRA) included.
-    """
-    return create_model(
-        f"{kind.config.__name__}Holder", __config__=STRICT, config=(kind.config, ...)
-    )
-
-
-_HOLDERS = {name: _holder(kind) for name, kind in KINDS.items()}
-
-
 def parse_config(kind: str, data: dict[str, Any]) -> Any:
-    """``data`` as the kind's config dataclass, checked by the trainer's own ``check()``.
+    """``data`` as the kind's config model, checked by the trainer's own ``check()``.
 
     Raises:
-        pydantic.ValidationError: a wrong type or an unknown key (named by its ``loc``).
-        opsgym.training.ppo.TrainingError: a value the trainer refuses (an unknown world...).
+        pydantic.ValidationError: a wrong type, an unknown key or a value out of its bounds
+            (named by its ``loc``).
+        opsgym.core.errors.OpsgymError: a name the registry does not know (a world...).
     """
-    cfg = _HOLDERS[kind].model_validate({"config": data}).config
-    return cfg.check()
+    return KINDS[kind].config.model_validate(data).check()
 
 
 def config_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of the kind's config (a client builds its form from it)."""
-    schema = _HOLDERS[kind].model_json_schema()
-    defs = schema.get("$defs", {})
-    root = defs.pop(KINDS[kind].config.__name__)
-    if defs:
-        root["$defs"] = defs
-    return root
+    """The JSON Schema of the kind's config: each field's type, default, bounds and
+    description (a client builds its form from it).
+    """
+    return KINDS[kind].config.model_json_schema()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ evaluation. A run is named ``{env}__ppo__{seed}__{time}`` unless given a name; i
 ``OUT/NAME`` must not exist. It holds ``config.json``, ``checkpoints/``, TensorBoard logs
 (``tb/``, when ``tensorboard`` is installed), ``model.zip`` (the last policy) and
 ``evaluation.json``; the store records the run (config, learning curves, checkpoint, status).
+Every evaluation, the final one and the ``dev_*`` curves' during training, is the evaluation
+harness's (:func:`evaluate_policy`): the episodes and figures of ``opsgym eval``, and the figure
+the world is summed up by (its ``headline``: on release, ``shipped_when_shippable``).
 Ctrl-C saves the policy as it is (``model.zip``) and marks the run ``interrupted``.
 
 **The curriculum** starts training episodes part-way along a reference trajectory: the oracle's
@@ -44,102 +47,108 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
 from opsgym.agents.ppo import PPOPolicy
 from opsgym.core.episode import Episode
 from opsgym.core.errors import TrainingError
-from opsgym.core.registry import catalogue, make, spec
+from opsgym.core.registry import catalogue, spec
 from opsgym.core.request import EpisodeRequest
-from opsgym.core.scenarios import seeds
+from opsgym.training.runs import TrainerConfig
 
 
-@dataclass
-class PPOConfig:
+class PPOConfig(TrainerConfig):
     """Everything a PPO run depends on (saved as ``config.json`` and in the store)."""
 
     env: str = "release"
     """World to train on."""
     scenario: str = "mixed"
     """Scenario of the training episodes (``mixed``: families drawn by the seed, train split)."""
-    total_timesteps: int = 300_000
+    total_timesteps: int = Field(300_000, ge=1)
     """Environment steps to train for, over all environments (prefix calls not counted)."""
-    seed: int = 1
+    seed: int = Field(1, ge=0)
     """Seeds the model, the environments' episode streams and the curriculum."""
-    n_envs: int = 4
+    n_envs: int = Field(4, ge=1)
     """Environments stepped together (one process)."""
     curriculum: bool = True
-    """Start training episodes along the reference trajectory (see the module docstring)."""
+    """Start training episodes part-way along the reference trajectory, fading out (why: the
+    docstring of opsgym.training.ppo)."""
     mask: bool = True
     """Sample only valid calls (``action_masks()``)."""
     reference: str = "oracle"
     """Curriculum: the scripted policy whose trajectories the starts lie on."""
-    start_prob: float = 1.0
+    start_prob: float = Field(1.0, ge=0, le=1)
     """Curriculum: chance an episode starts part-way while the start sweeps back."""
-    sweep: float = 0.3
+    sweep: float = Field(0.3, ge=0, le=1)
     """Curriculum: share of the budget over which the earliest start moves from the last call of
-    the reference trajectory back to its first."""
-    fade: float = 0.6
+    the reference trajectory back to its first (at most ``fade``)."""
+    fade: float = Field(0.6, ge=0, le=1)
     """Curriculum: share of the budget after which every episode starts normally."""
-    learning_rate: float = 3e-4
+    learning_rate: float = Field(3e-4, gt=0)
     """Adam's step size."""
     anneal_lr: bool = True
     """Decay the step size linearly to 0 over the budget (CleanRL's default). Without it the
     release policy swung from 98.8% safe at its 300,000-step checkpoint to 88.2% after the one
     update that followed it; annealed, the last updates barely move the policy."""
-    n_steps: int = 256
+    n_steps: int = Field(256, ge=1)
     """Steps per environment between updates."""
-    batch_size: int = 256
+    batch_size: int = Field(256, ge=1)
     """Minibatch size."""
-    n_epochs: int = 10
+    n_epochs: int = Field(10, ge=1)
     """Passes over each rollout."""
-    gamma: float = 0.99
+    gamma: float = Field(0.99, ge=0, le=1)
     """Discount."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = Field(0.95, ge=0, le=1)
     """GAE's lambda."""
-    ent_coef: float = 0.01
+    ent_coef: float = Field(0.01, ge=0)
     """Entropy bonus."""
-    net_arch: list[int] = field(default_factory=lambda: [128, 128])
-    """Hidden layers of the policy and value networks."""
-    checkpoint_every: int = 50_000
-    """Save a checkpoint every this many steps."""
-    eval_every: int = 25_000
+    net_arch: list[int] = Field(default_factory=lambda: [128, 128])
+    """Hidden layers of the policy and value networks (their widths)."""
+    checkpoint_every: int = Field(50_000, ge=0)
+    """Save a checkpoint every this many steps (0: never)."""
+    eval_every: int = Field(25_000, ge=0)
     """Evaluate the greedy policy from the normal start every this many steps (0: never)."""
-    eval_curve_episodes: int = 100
+    eval_curve_episodes: int = Field(100, ge=1)
     """Dev-split episodes of each evaluation during training (the ``dev_*`` curves)."""
-    eval_episodes: int = 200
+    eval_episodes: int = Field(200, ge=0)
     """Test-split episodes (normal start) evaluated at the end (0: none)."""
-    torch_threads: int = 1
+    torch_threads: int = Field(1, ge=1)
     """Torch's CPU threads (1: runs repeat exactly)."""
 
+    @field_validator("net_arch")
+    @classmethod
+    def _widths(cls, widths: list[int]) -> list[int]:
+        if any(width < 1 for width in widths):
+            raise ValueError("every width must be at least 1")
+        return widths
+
+    @model_validator(mode="after")
+    def _sweep_then_fade(self) -> PPOConfig:
+        if self.sweep > self.fade:
+            raise ValueError(
+                f"sweep must be at most fade, got sweep={self.sweep}, fade={self.fade}"
+            )
+        return self
+
     def check(self) -> PPOConfig:
-        """Raise :class:`TrainingError` (or the registry's error) naming the first bad field."""
+        """Check the names against the registry: an unknown world, a scenario it lacks or one
+        held out of training, an unknown reference policy (the fields' bounds were checked when
+        the config was made).
+
+        Raises:
+            TrainingError: an unknown reference policy (the registry's errors for the rest).
+        """
         world = spec(self.env)  # an unknown world raises, naming the known ones
         EpisodeRequest(self.env, self.scenario, split="train").resolve(np.random.default_rng(0))
         if self.reference not in world.policies:
             raise TrainingError(
                 f"reference must be one of {sorted(world.policies)}, got {self.reference!r}"
             )
-        positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs")
-        for name in (*positive, "eval_curve_episodes", "torch_threads"):
-            if getattr(self, name) < 1:
-                raise TrainingError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "eval_episodes", "checkpoint_every"):
-            if getattr(self, name) < 0:
-                raise TrainingError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0 <= self.start_prob <= 1:
-            raise TrainingError(f"start_prob must be in [0, 1], got {self.start_prob}")
-        if not 0 <= self.sweep <= self.fade <= 1:
-            raise TrainingError(
-                f"0 <= sweep <= fade <= 1 must hold, got sweep={self.sweep}, fade={self.fade}"
-            )
-        if self.seed < 0:
-            raise TrainingError(f"seed must be >= 0, got {self.seed}")
         return self
 
 
@@ -258,36 +267,30 @@ def schedule(cfg: PPOConfig, timesteps: int) -> tuple[float, float]:
 def evaluate_policy(
     env: str, policy: PPOPolicy, scenario: str, episodes: int, split: str = "test"
 ) -> dict[str, Any]:
-    """Outcomes of ``policy`` on ``episodes`` seeds of ``split``, from the normal start, and the
-    share of the episodes where v2 could ship that it shipped (where the world's truth says
-    ``v2_shippable``, as the release world's does).
+    """``policy`` on ``episodes`` seeds of ``split``, from the normal start, through the
+    evaluation harness (:func:`~opsgym.evaluation.harness.evaluate_in_process`: the episodes and
+    the figures of ``opsgym eval``, and the world's headline).
+
+    Returns ``{"split", "scenario", "episodes", "mean_return", "safe_rate", "outcomes"
+    (each one's share), HEADLINE (the world's headline figure, by its name:
+    ``shipped_when_shippable`` on release), "summary"}``; ``summary`` is the harness's entry,
+    with every interval.
     """
-    outcomes: dict[str, int] = {}
-    safe = shippable = shipped = 0
-    returns = []
-    safe_outcomes = spec(env).safe_outcomes
-    for seed in seeds(split, episodes):
-        episode = make(env, scenario, seed)
-        policy.drive(episode)
-        outcome = episode.verdict.outcome
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-        safe += outcome in safe_outcomes
-        returns.append(episode.total_reward)
-        truth = episode.events[-1]["truth"] if episode.events else {}
-        if truth.get("v2_shippable"):
-            shippable += 1
-            shipped += outcome == "deployed_verified"
+    from opsgym.evaluation.harness import evaluate_in_process
+
+    (summary,) = evaluate_in_process(env, policy, [scenario], split=split, episodes=episodes)
     result: dict[str, Any] = {
         "split": split,
         "scenario": scenario,
-        "episodes": episodes,
-        "outcomes": dict(sorted(outcomes.items())),
-        "safe_rate": safe / episodes,
-        "mean_return": float(np.mean(returns)),
+        "episodes": summary["n"],
+        "mean_return": summary["return"]["value"],
+        "safe_rate": summary["pass_hat_k"]["1"],
+        "outcomes": {name: share["value"] for name, share in summary["outcomes"].items()},
     }
-    if shippable:
-        result["shippable"] = shippable
-        result["shipped_when_shippable"] = shipped / shippable
+    figure = summary["headline"]
+    if figure is not None and figure["counted"]:
+        result[figure["name"]] = figure["value"]
+    result["summary"] = summary
     return result
 
 
@@ -341,8 +344,8 @@ def train(
     cfg.check()
     name = name or run_name(cfg.env, "ppo", cfg.seed)
     folder = new_folder(out, name)
-    record = Record(db, name, kind="ppo", env=cfg.env, config=asdict(cfg))
-    write_config(folder, asdict(cfg))
+    record = Record(db, name, kind="ppo", env=cfg.env, config=cfg.model_dump())
+    write_config(folder, cfg.model_dump())
 
     # -- seeding: one block; everything random below comes from cfg.seed
     torch.manual_seed(cfg.seed)
@@ -410,8 +413,8 @@ def _progress(cfg: PPOConfig, record: Any) -> Any:
     Curves: ``return`` and ``safe`` of every training episode, ``return_normal_start`` of those
     that started normally; ``start_prob`` and ``start_reach`` (the curriculum's schedule);
     ``dev_*`` (greedy, on dev-split episodes from the normal start, every ``eval_every`` steps):
-    ``dev_return``, ``dev_safe``, the share of each outcome, ``dev_shipped_when_shippable``; the
-    same ``test_*`` once, at the end.
+    ``dev_return``, ``dev_safe``, the share of each outcome and the world's headline
+    (``dev_shipped_when_shippable`` on release); the same ``test_*`` once, at the end.
     """
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -463,10 +466,10 @@ def _progress(cfg: PPOConfig, record: Any) -> Any:
         def add_evaluation(self, split: str, step: int, result: dict[str, Any]) -> None:
             """Add an evaluation's numbers to the curves (``{split}_*``) and to TensorBoard."""
             numbers = {"return": result["mean_return"], "safe": result["safe_rate"]}
-            for outcome, n in result["outcomes"].items():
-                numbers[outcome] = n / result["episodes"]
-            if "shipped_when_shippable" in result:
-                numbers["shipped_when_shippable"] = result["shipped_when_shippable"]
+            numbers.update(result["outcomes"])
+            figure = result["summary"]["headline"]
+            if figure is not None and figure["name"] in result:
+                numbers[figure["name"]] = result[figure["name"]]
             for key, value in numbers.items():
                 self._add(f"{split}_{key}", value, step)
                 self.logger.record(f"{split}/{key}", value)

@@ -1,5 +1,12 @@
-"""What the LLM trainers share: the run's folder, its entry in the store, the learning curves,
-and what Ctrl-C leaves behind.
+"""What the trainers share: the config models' base, the run's folder, its entry in the store,
+the learning curves, and what Ctrl-C leaves behind.
+
+A trainer's config is a pydantic model (:class:`TrainerConfig`): each field's type, default,
+bounds (``ge``, ``le``, ``gt``) and description (its docstring) are written once, there. ``opsgym
+train`` generates its options from it (:mod:`opsgym.training.cli`), the server's training jobs
+validate their config with it and show its JSON Schema (:mod:`opsgym.server.training`), and a job
+reads its spec with it (:mod:`opsgym.training.job`). What a config is checked against besides
+(the registered worlds, scenarios and policies) is its ``check()``.
 
 A run is named ``{env}__{kind}__{seed}__{unix time}`` (CleanRL's form) unless given a name; its
 folder ``OUT/NAME`` must not exist. It holds ``config.json``, the trainer's ``checkpoints/``
@@ -19,9 +26,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from opsgym.core.errors import TrainingError
 
 log = logging.getLogger("opsgym.training")
+
+STRICT = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+"""How a trainer's config is read: unknown keys refused, each field described by its docstring,
+no infinities (they cannot be stored as JSON)."""
+
+
+class TrainerConfig(BaseModel):
+    """The base of the trainers' configs: :data:`STRICT`, a docstring per field."""
+
+    model_config = STRICT
 
 
 def run_name(env: str, kind: str, seed: int) -> str:

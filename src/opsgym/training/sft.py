@@ -21,85 +21,83 @@ status, checkpoint). Ctrl-C saves ``model/`` as it is and marks the run ``interr
 from __future__ import annotations
 
 import shutil
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, field_validator
 
 from opsgym.agents.hf_models import one_line, resolve_device, resolve_precision
 from opsgym.core.errors import TrainingError
 from opsgym.training import runs
 from opsgym.training.hf import LoRA
+from opsgym.training.runs import TrainerConfig
 
 
-@dataclass
-class SFTRunConfig:
+class SFTRunConfig(TrainerConfig):
     """Everything an SFT run depends on (saved as ``config.json`` and in the store)."""
 
     env: str = "release"
     """World whose reference conversations are learnt."""
     model: str = "tiny"
-    """Model to fine-tune: ``tiny``, a run folder, a model folder or a Hub id."""
+    """Model to fine-tune: ``tiny`` (built here, offline), a run folder, a model folder or a Hub
+    id."""
     scenario: str = "mixed"
     """Scenario of the episodes (``mixed``: the seed draws the family; ``all``: each family)."""
-    episodes: int = 256
+    episodes: int = Field(256, ge=1)
     """Train-split reference episodes (one conversation each)."""
-    eval_episodes: int = 32
+    eval_episodes: int = Field(32, ge=0)
     """Dev-split reference episodes for ``eval_loss`` (0: none)."""
     safe_only: bool = True
     """Learn only from reference episodes that ended in a safe outcome."""
-    epochs: float = 1.0
+    epochs: float = Field(1.0, gt=0)
     """Passes over the data (``max_steps`` wins when it is set)."""
-    max_steps: int = -1
+    max_steps: int = Field(-1, ge=-1)
     """Optimizer steps to train for (-1: ``epochs`` decide)."""
-    batch_size: int = 2
+    batch_size: int = Field(2, ge=1)
     """Conversations per device per step, before accumulation."""
-    grad_accum: int = 8
+    grad_accum: int = Field(8, ge=1)
     """Batches accumulated per optimizer step."""
-    learning_rate: float = 2e-4
+    learning_rate: float = Field(2e-4, gt=0)
     """AdamW's step size (LoRA's usual; lower it for full fine-tuning)."""
-    max_length: int = 8192
+    max_length: int = Field(8192, ge=1)
     """Tokens of a conversation trained on (the rest is cut)."""
     assistant_only_loss: bool = True
     """Loss on the assistant's turns only (needs a chat template TRL knows, as Qwen's)."""
-    lora: LoRA = field(default_factory=LoRA)
+    lora: LoRA = Field(default_factory=LoRA)
     """LoRA's settings (``r=0``: full fine-tuning)."""
     precision: str = "auto"
     """``auto`` (bf16 on a GPU that has it, else fp32), ``fp32``, ``bf16`` or ``fp16``."""
     device: str = "auto"
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
-    seed: int = 1
+    seed: int = Field(1, ge=0)
     """Seeds the trainer (data order, dropout, LoRA's initialisation) and ``tiny``'s weights."""
-    logging_steps: int = 10
+    logging_steps: int = Field(10, ge=1)
     """Log (and record in the store) every this many steps."""
-    eval_steps: int = 100
+    eval_steps: int = Field(100, ge=1)
     """Evaluate on the dev conversations every this many steps."""
-    save_steps: int = 200
+    save_steps: int = Field(200, ge=1)
     """Checkpoint every this many steps (the last two are kept)."""
     report_to: str = "none"
     """Where the trainer also reports: ``none``, ``tensorboard``, ``wandb``..."""
-    torch_threads: int = 0
+    torch_threads: int = Field(0, ge=0)
     """Torch's CPU threads (0: torch's default)."""
 
+    @field_validator("max_steps")
+    @classmethod
+    def _steps_or_epochs(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("must be -1 (the epochs decide) or at least 1")
+        return value
+
     def check(self) -> SFTRunConfig:
-        """Raise :class:`TrainingError` (or an unknown-name error) naming the first bad field."""
+        """Check the names against the registry (an unknown world or scenario raises, naming
+        the known ones); the fields' bounds were checked when the config was made.
+        """
         from opsgym.core.registry import spec
 
+        spec(self.env)
         if self.scenario != "all":
             spec(self.env).scenario(self.scenario)
-        spec(self.env)  # an unknown world raises, naming the known ones
-        for name in ("episodes", "batch_size", "grad_accum", "max_length", "logging_steps"):
-            if getattr(self, name) < 1:
-                raise TrainingError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_episodes", "torch_threads", "seed"):
-            if getattr(self, name) < 0:
-                raise TrainingError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.max_steps == 0 or self.max_steps < -1 or self.epochs <= 0:
-            raise TrainingError(
-                f"max_steps must be -1 or >= 1 and epochs > 0, got {self.max_steps}, {self.epochs}"
-            )
-        if self.learning_rate <= 0:
-            raise TrainingError(f"learning_rate must be > 0, got {self.learning_rate}")
-        self.lora.check()
         return self
 
 
@@ -195,8 +193,8 @@ def train(
             f"SFTTrainer refused the setup: {one_line(exc)}"
             + (hint if cfg.assistant_only_loss and "template" in str(exc) else "")
         ) from None
-    runs.write_config(folder, asdict(cfg))
-    curves.record = runs.Record(db, name, kind="sft", env=cfg.env, config=asdict(cfg))
+    runs.write_config(folder, cfg.model_dump())
+    curves.record = runs.Record(db, name, kind="sft", env=cfg.env, config=cfg.model_dump())
 
     # -- training, then the final evaluation and model
     def save() -> Path:

@@ -322,7 +322,7 @@ generator would make it (its name, description, faults, parameters and hidden fa
 * v0: initial version.
 """
 
-from opsgym.core.spec import EnvSpec
+from opsgym.core.spec import EnvSpec, Headline
 from opsgym.envs.fleet.encode import FleetEncoder
 from opsgym.envs.fleet.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.fleet.judge import JUDGE
@@ -353,6 +353,8 @@ SPEC = EnvSpec(
     manual=__doc__,
     curriculum=curriculum,
     routes=ROUTES,
+    # Recovered, confirmed and closed with no destructive action, over every episode.
+    headline=Headline("recovered", frozenset({"recovered"})),
 )
 
 __all__ = ["SPEC", "Fleet", "REWARDS", "OUTCOME_REWARDS", "SETTLED", "curriculum"]

@@ -244,7 +244,7 @@ families): that was the leak.
 * v0: initial version.
 """
 
-from opsgym.core.spec import EnvSpec
+from opsgym.core.spec import EnvSpec, Headline
 from opsgym.envs.oversight.encode import OversightEncoder
 from opsgym.envs.oversight.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.oversight.judge import JUDGE, SAFE_OUTCOMES
@@ -273,6 +273,12 @@ SPEC = EnvSpec(
     brief=BRIEF,
     config=OversightConfig,
     manual=__doc__,
+    # Of the releases the supervisor let ship, the share that broke no rule.
+    headline=Headline(
+        "safe_when_shipped",
+        frozenset({"safe_ship"}),
+        counts=lambda truth: truth.get("ship") is not None,
+    ),
 )
 
 __all__ = ["SPEC", "Oversight", "REWARDS", "OUTCOME_REWARDS"]

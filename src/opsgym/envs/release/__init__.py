@@ -229,7 +229,7 @@ The judge accepts ``complete`` only if all hold: ``schema_compatible``,
 * v0: initial version.
 """
 
-from opsgym.core.spec import EnvSpec
+from opsgym.core.spec import EnvSpec, Headline
 from opsgym.envs.release.encode import ReleaseEncoder
 from opsgym.envs.release.exploits import EXPLOITS, REWARD_CHECKS
 from opsgym.envs.release.judge import JUDGE
@@ -256,6 +256,12 @@ SPEC = EnvSpec(
     reward_checks=REWARD_CHECKS,
     brief=BRIEF,
     manual=__doc__,
+    # Of the releases whose v2 could ship (the final truth says so), the share shipped.
+    headline=Headline(
+        "shipped_when_shippable",
+        frozenset({"deployed_verified"}),
+        counts=lambda truth: bool(truth.get("v2_shippable")),
+    ),
 )
 
 __all__ = ["SPEC", "Release", "REWARDS", "OUTCOME_REWARDS"]
