@@ -253,7 +253,6 @@ from opsgym.envs.oversight.rewards import BRIEF, OUTCOME_REWARDS, REWARDS, SETTL
 from opsgym.envs.oversight.scenarios import SCENARIOS, OversightConfig
 from opsgym.envs.oversight.world import Oversight
 
-
 SPEC = EnvSpec(
     name="oversight",
     gym_id="opsgym/Oversight-v1",
