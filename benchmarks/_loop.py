@@ -30,10 +30,12 @@ def random_legal_steps(
     """Steps per second over ``steps`` uniformly drawn legal calls; choice and resets untimed."""
     calls = [(tool.name, args.model_dump()) for tool, args in catalogue(env)]
     rng = np.random.default_rng(seed)
+    # Test seeds: every family, held-out ones included, may be played on them (not on train).
+    fresh = iter(opsgym.seeds("test", steps + 1, start=seed))
     episode, elapsed, done = None, 0.0, 0
     while done < steps:
         if episode is None or episode.done:
-            episode = opsgym.make(env, scenarios[done % len(scenarios)], seed + done)
+            episode = opsgym.make(env, scenarios[done % len(scenarios)], next(fresh))
         name, args = calls[int(rng.choice(legal_actions(episode) or [len(calls) - 1]))]
         elapsed += measure(episode, name, args)
         done += 1

@@ -49,12 +49,21 @@ if mode == "deaf":
 
 
 def end(status, run_status, code):
-    record.finish(run_status, curves, folder / "model.zip")
+    # As opsgym.training.job does: the result is written whatever happened before it (a stop
+    # that lands inside a store write must not leave the job without a result).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    error = None
+    try:
+        record.finish(run_status, curves, folder / "model.zip")
+    except Exception as exc:
+        error = repr(exc)
+        print("could not mark the run:", error, flush=True)
     result = spec_path.with_name(spec["name"] + ".result.json")
-    result.write_text(json.dumps({"status": status, "exit_code": code, "error": None}))
+    result.write_text(json.dumps({"status": status, "exit_code": code, "error": error}))
     sys.exit(code)
 
 
+outcome = ("failed", "failed", 1)
 try:
     for i in range(5 if mode == "ok" else 100_000):
         curves["return"].append([64 * (i + 1), float(i)])
@@ -63,9 +72,11 @@ try:
         if mode == "die" and i == 1:
             os._exit(3)
         time.sleep(0.3)
-    end("succeeded", "done", 0)
+    outcome = ("succeeded", "done", 0)
 except KeyboardInterrupt:
-    end("stopped", "interrupted", 130)
+    outcome = ("stopped", "interrupted", 130)
+finally:
+    end(*outcome)
 """
 
 SMALL = {"env": "release", "total_timesteps": 1000}
