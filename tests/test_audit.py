@@ -41,6 +41,7 @@ def _failures(sections):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", ENVS)
 def test_no_registered_world_leaks_a_hidden_fact(env):
     sections = audit_world(specs()[env], 4, parts=("leak",))

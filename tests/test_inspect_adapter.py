@@ -117,6 +117,7 @@ def test_each_world_is_a_registered_task_named_opsgym_slash_env():
     assert log.samples[0].metadata["seed"] == 9  # the first test seed
 
 
+@pytest.mark.slow
 def test_inspect_finds_the_tasks_through_the_entry_point_in_a_fresh_process():
     """What `inspect eval opsgym/oversight` does: resolve the name with nothing imported."""
     script = textwrap.dedent(

@@ -21,7 +21,12 @@ pytest.importorskip("transformers")
 pytest.importorskip("datasets")
 pytest.importorskip("peft")
 # TRL's trainers still call Transformers' gradient_checkpointing names, deprecated in 5.x.
-pytestmark = pytest.mark.filterwarnings("ignore:`.*checkpointing.*` is deprecated:FutureWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:`.*checkpointing.*` is deprecated:FutureWarning"),
+    # One worker plays the whole module: its fixtures train the tiny model once (SFT, then GRPO).
+    pytest.mark.xdist_group("tiny_llm"),
+    pytest.mark.slow(minutes=2),
+]
 
 from typer.testing import CliRunner  # noqa: E402
 

@@ -74,6 +74,7 @@ def one_line_error(out: subprocess.CompletedProcess) -> str:
 EASY = ("--env", "release", "--scenario", "nominal", "--n-envs", "2", "--seed", "3")
 
 
+@pytest.mark.slow(minutes=3)
 def test_ppo_learns_to_ship_a_single_easy_family_with_the_curriculum(tmp_path):
     folder = train(tmp_path, "easy", *EASY, "--total-timesteps", "80000", "--eval-episodes", "40")
     result = json.loads((folder / "evaluation.json").read_text())
@@ -83,6 +84,7 @@ def test_ppo_learns_to_ship_a_single_easy_family_with_the_curriculum(tmp_path):
     assert config["curriculum"] and config["scenario"] == "nominal"
 
 
+@pytest.mark.slow
 def test_two_runs_with_one_seed_save_identical_parameters(tmp_path):
     budget = ("--total-timesteps", "2048", "--eval-episodes", "0")
     first = parameters(train(tmp_path, "first", *EASY, *budget))
@@ -92,6 +94,7 @@ def test_two_runs_with_one_seed_save_identical_parameters(tmp_path):
         assert np.array_equal(first[key], second[key]), key
 
 
+@pytest.mark.slow
 def test_the_run_is_recorded_in_the_store_with_its_config_and_curves(tmp_path):
     from opsgym.store import open_store
 
@@ -113,6 +116,7 @@ def test_the_run_is_recorded_in_the_store_with_its_config_and_curves(tmp_path):
     assert model.lr_schedule(0.0) == 0.0
 
 
+@pytest.mark.slow
 def test_a_trained_policy_is_evaluated_like_any_other(tmp_path):
     folder = train(tmp_path, "policy", *EASY, "--total-timesteps", "1024", "--eval-episodes", "0")
     out = opsgym(
@@ -181,6 +185,7 @@ def test_a_ppo_path_that_cannot_be_loaded_is_a_one_line_error_of_eval(tmp_path, 
     assert str(path) in line
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_usable_model_and_a_run_marked_interrupted(tmp_path):
     from opsgym.agents.ppo import PPOPolicy
     from opsgym.store import open_store

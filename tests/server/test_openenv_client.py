@@ -25,6 +25,9 @@ import pytest
 import opsgym
 from opsgym.server import ServerSettings
 
+# One worker runs the module: its servers are module fixtures, started once.
+pytestmark = [pytest.mark.xdist_group("openenv_client"), pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 9  # a test seed: `mixed` may draw a held-out family
 VALIDATOR_CRITERIA = {

@@ -21,6 +21,7 @@ from tests.server.conftest import running
 from tests.server.training_helpers import kill_leftovers, over, stream, wait_for
 
 pytest.importorskip("sb3_contrib")
+pytestmark = pytest.mark.slow  # real PPO and SFT children
 
 PPO = {
     "env": "release",
