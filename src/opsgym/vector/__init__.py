@@ -47,29 +47,8 @@ Two properties make that cheap:
 the lanes that draw: the same numbers, for checking and measuring.
 
 ## Speed
-``python benchmarks/vector.py --profile`` (N = 4,096 lanes, ``mixed``, random valid actions,
-best of 3; the shared 2-core machine at load 3.6, where the scalar face ran 18.5k steps/s
-against the 45k it runs on a quiet machine):
-
-| measure                                             | env steps/s | x CartPole sync |
-|-----------------------------------------------------|------------:|----------------:|
-| release batched, ``step`` alone                     |   1,150,000 |            28.3 |
-| release batched, with the action draw               |   1,033,000 |            25.4 |
-| release batched, a Generator per lane               |     348,000 |             8.6 |
-| bare NumPy loop, 726 float adds a step (same count) |   3,038,000 |            74.7 |
-| ``gym.make_vec("CartPole-v1", N, "sync")``          |      40,700 |             1.0 |
-| release scalar Gym face                             |      18,500 |             0.5 |
-
-The goal (2,000,000 at N = 4,096) is not met on this loaded machine. What limits it is the
-number of NumPy calls, not the arithmetic: a step makes 726 (counted), about 0.2 us a lane at
-N = 4,096, each at least a microsecond of Python and NumPy dispatch. The same count of plain
-adds runs 1.2M to 3.0M steps/s here from one run to the next (the load moves it more than any
-change made here); the batch's calls cost more than an add (fancy indexing on lane subsets,
-the observation's 24 strided column writes: 0.5 ms a step). Larger batches amortise the
-dispatch: 1.72M steps/s at N = 16,384, 1.77M at 65,536 (memory-bound there; the bare loop
-2.9M). Profile of a step (ms, parts overlap): step 2.70 and reset 0.52 in all; observation
-and masks 0.52; randomness 0.62 (the start queue 0.35 with its refills 0.18, the numbers
-probes and verifies draw 0.27); health checks 0.30; traffic 0.18; verify 0.13.
+Measured in ``benchmarks/`` (``python benchmarks/vector.py --profile``): the figures, the profiles
+of a step and what a keyed RNG would gain are in ``benchmarks/README.md`` ("Batched worlds").
 
 ## Oversight
 :class:`~opsgym.vector.oversight.OversightBatch` mirrors ``Oversight-v1``. Everything it
@@ -86,43 +65,6 @@ The observation's 106 columns are rewritten only for the lanes whose proposals o
 changed (a column spans every lane's row: rewriting them all cost ~4 ms a step in cache
 misses).
 
-``python benchmarks/vector.py --profile`` (N = 4,096, ``mixed``, random valid actions, best
-of 3, load 1.4):
-
-| measure                                             | env steps/s | x CartPole sync |
-|-----------------------------------------------------|------------:|----------------:|
-| release batched, ``step`` alone                     |   1,238,000 |            26.6 |
-| oversight batched, ``step`` alone                   |     569,000 |            12.2 |
-| oversight batched, with the action draw             |     510,000 |            10.9 |
-| oversight batched, a Generator per lane             |      85,000 |             1.8 |
-| bare NumPy loop, 726 float adds (an oversight step) |   2,159,000 |            46.3 |
-| ``gym.make_vec("CartPole-v1", N, "sync")``          |      46,600 |             1.0 |
-| oversight scalar Gym face                           |      12,400 |             0.3 |
-
-The goal (1,000,000 at N = 4,096) is not met: oversight runs at 0.46x release and 0.26x the
-bare loop of its own operation count. A step (about 8 ms at load 3; medians of 100 steps)
-goes to: the observation and mask, 2.5 ms (the 38% of lanes whose rows changed, 1.3 ms;
-the risk and confidence of the step's ~1,000 new proposals, 0.7 ms); the starts, 1.8 ms (380
-episodes at 4.6 us; with the starts free the batch ran 440k against 350k in one loaded run);
-the reset of those lanes, 0.8 ms (a gather per field of 380 random rows: memory latency); the
-holds' judge, 0.9 ms (370 lanes hold a step). Random valid actions are oversight's worst
-case: 20 of its 44 actions are questions and two are holds, so episodes last 11 steps and
-most lanes start, judge or re-show an episode every few steps; a policy's longer episodes
-spend less there.
-
-## What a keyed RNG would gain
-Reproducing one sequential Generator per episode costs the batch its PCG64 twin: a 128-bit LCG
-in ``uint64`` arithmetic, a SeedSequence hash for every episode, a queue to compute starts in
-bulk, a counter of numbers spent per lane and one jump a step: 0.62 ms of a 3.2 ms step
-(19%), and the per-lane-Generator alternative runs at 0.35M steps/s instead of 1.15M. If the
-worlds drew by key (each number a hash of the episode seed, a purpose and an index, such as
-splitmix64), a step would hash only the numbers it reads: the 18 of each reset and those of
-the few lanes whose report depends on one. Timed at this step's counts: 0.075 ms. That is
-about 0.55 ms a step, +17% here (about 1.35M steps/s), with no queue, no jump tables and no
-counter to keep in step with the scalar world. Reproducing ``OpsEnv``'s episode seeds would
-still need each lane's Gym seed stream unless the Gym face drew episode seeds by key too.
-Such a reshape changes every seed's episode, so it is a new world version (Release-v5) and
-was left for the core's owners.
 """
 
 from opsgym.vector._batch import BatchError
