@@ -17,7 +17,13 @@ from typer.testing import CliRunner
 import opsgym
 from opsgym.cli import app
 from opsgym.evaluation import evaluate
-from opsgym.evaluation.verify import EXIT_EVENT, EXIT_HEADER, EXIT_MATCH, EXIT_VERDICT
+from opsgym.evaluation.verify import (
+    EXIT_EVENT,
+    EXIT_HEADER,
+    EXIT_MATCH,
+    EXIT_SEAL,
+    EXIT_VERDICT,
+)
 from opsgym.store import open_store
 
 runner = CliRunner()
@@ -122,9 +128,15 @@ def _tamper(db: Path, sql: str) -> None:
             "report",
         ),
         (
-            "UPDATE episodes SET seed = seed + 100000 WHERE id = (SELECT MIN(id) FROM episodes)",
+            "UPDATE episodes SET header = json_set(header, '$.max_steps', 5) "
+            "WHERE id = (SELECT MIN(id) FROM episodes)",
             EXIT_HEADER,
             "header",
+        ),
+        (  # a header edit that also moves the episode to another key of the evaluation
+            "UPDATE episodes SET seed = seed + 100000 WHERE id = (SELECT MIN(id) FROM episodes)",
+            EXIT_SEAL,
+            "seed",
         ),
         (
             "UPDATE episodes SET outcome = 'deployed_verified' WHERE outcome != "

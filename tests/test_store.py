@@ -484,6 +484,30 @@ def test_resumed_evaluation_reports_what_it_holds(url: str, records: list[dict[s
             store.evaluation("nope")
 
 
+def test_a_finished_evaluation_is_sealed_and_an_edited_one_cannot_resume(
+    url: str, records: list[dict[str, Any]]
+) -> None:
+    from opsgym.store import seal
+
+    config = {"env": "release", "policies": ["oracle"], "episodes": 3}
+    with open_store(url) as store:
+        store.start_evaluation("sealed", config)
+        assert store.seal("sealed") is None  # nothing is sealed while it runs
+        for r in records[:3]:
+            store.add_episode(r, policy="oracle", split="test", evaluation="sealed")
+        store.finish_evaluation("sealed", "done", {})
+        found = store.seal("sealed")
+        entries = [["oracle", r["scenario"], r["seed"], 0, r["hash"]] for r in records[:3]]
+        assert found == {"root": seal.root("sealed", config, sorted(entries)),
+                         "manifest": sorted(entries)}  # fmt: skip
+        assert store.start_evaluation("sealed", config)["resumed"]  # untouched: resumes
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE episodes SET policy = 'naive' WHERE seed = :s"),
+                         {"s": records[1]["seed"]})  # fmt: skip
+        with pytest.raises(StoreError, match="no longer matches the seal.*relabelled"):
+            store.start_evaluation("sealed", config)
+
+
 def _runner_of(store: Any, name: str, runner: dict[str, Any]) -> None:
     with store.engine.begin() as conn:
         conn.execute(

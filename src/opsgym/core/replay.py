@@ -5,6 +5,8 @@ timing, token source) and its calls. Replay runs the calls again on a fresh epis
 every event, field by field, and the hash chain, whose root is the header's hash. The first
 difference names the step, the field and both values (step 0 and field ``header`` for an edited
 header), so a tampered record or a behaviour change in an environment is found where it starts.
+The record's ``calls`` must be exactly its events' calls: a call after the end, or a call whose
+token count differs from its event's, is a difference (field ``calls``), not a call replay skips.
 
 A replay rebuilds the episode as it was made, even one the episode request
 (:mod:`opsgym.core.request`) would refuse today, and says so: :attr:`ReplayResult.labels` names
@@ -14,7 +16,7 @@ on a train seed), and ``opsgym replay --strict`` and ``POST /api/grade`` refuse 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opsgym.core.episode import RECORD_FORMAT, Episode, chain, header_hash
@@ -38,6 +40,8 @@ class ReplayResult:
         labels: What makes the record unfit to stand for an honest episode, one phrase each
             (forced facts, dense reward timing, a held-out family on a train seed); empty for
             an episode any face would start today.
+        episode: The recomputed episode, for figures derived from it (its family, lies,
+            downtime) that a caller compares with what was stored beside the record.
     """
 
     match: bool
@@ -45,6 +49,7 @@ class ReplayResult:
     recorded_hash: str
     replayed_hash: str
     labels: tuple[str, ...] = ()
+    episode: Episode | None = field(default=None, compare=False, repr=False)
 
     @property
     def admissible(self) -> bool:
@@ -153,6 +158,8 @@ def replay(record: dict[str, Any]) -> ReplayResult:
             "replayed": len(fresh["events"]),
         }
     if diff is None:
+        diff = _calls_difference(calls, fresh["calls"])
+    if diff is None:
         chained = chain(recorded_events, root)
         last = chained[-1] if chained else root
         if record.get("hash") != last:
@@ -173,5 +180,28 @@ def replay(record: dict[str, Any]) -> ReplayResult:
                     }
                     break
     return ReplayResult(
-        diff is None, diff, str(record.get("hash", "")), fresh["hash"], labels_of(episode)
+        diff is None,
+        diff,
+        str(record.get("hash", "")),
+        fresh["hash"],
+        labels_of(episode),
+        episode,
     )
+
+
+def _calls_difference(recorded: list[Any], replayed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first call of ``recorded`` that is not the replayed episode's (a call after the end,
+    an edited token count), as a difference at its step; ``None`` when they are the same.
+    """
+    for i, (old, new) in enumerate(zip(recorded, replayed, strict=False)):
+        if old != new:
+            return {"step": i + 1, "field": "calls", "recorded": old, "replayed": new}
+    if len(recorded) != len(replayed):
+        i = min(len(recorded), len(replayed))
+        return {
+            "step": i + 1,
+            "field": "calls",
+            "recorded": recorded[i] if i < len(recorded) else None,
+            "replayed": replayed[i] if i < len(replayed) else None,
+        }
+    return None

@@ -121,7 +121,12 @@ def eval_command(
         str | None, typer.Option(help="Evaluation name; a stored name resumes.")
     ] = None,
     verify: Annotated[
-        str | None, typer.Option("--verify", help="Replay every stored episode of NAME.")
+        str | None,
+        typer.Option(
+            "--verify",
+            help="Replay every stored episode of NAME, recompute its figures, aggregates and "
+            "root hash, and name what differs.",
+        ),
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List stored evaluations.")] = False,
 ) -> None:
@@ -186,6 +191,7 @@ def eval_command(
         f"{result.played} episodes played, {result.stored} stored as [bold]{result.name}[/]"
         + (f"; outputs in {out}" if out else "")
     )
+    console.print(f"sealed: root {result.root}", highlight=False)
 
 
 def _list(db: str | None) -> None:
@@ -209,14 +215,27 @@ def _list(db: str | None) -> None:
 
 
 def _print_verification(result) -> None:
-    if not result.problems:
-        console.print(f"[green]{result.matched}/{result.total} match[/] ({result.name})")
-        return
-    console.print(f"[red]{result.matched}/{result.total} match[/] ({result.name})")
+    colour = "red" if result.problems else "green"
+    console.print(f"[{colour}]{result.matched}/{result.total} match[/] ({result.name})")
+    console.print(f"root {result.root}", highlight=False)
+    if result.sealed_root not in (None, result.root):
+        console.print(f"[red]sealed root {result.sealed_root}[/]", highlight=False)
     for p in result.problems[:20]:
+        if "message" in p:
+            where = "" if p["episode"] is None else f"episode {p['episode']}: "
+            console.print(
+                f"  {where}{p['kind']} differs, field {p['field']!r}: {p['message']}",
+                highlight=False,
+                markup=False,
+            )
+            continue
         console.print(
             f"  episode {p['episode']} ({p['policy']}, seed {p['seed']}): {p['kind']} differs "
             f"at step {p['step']}, field {p['field']!r}: recorded "
             f"{json.dumps(p['recorded'], default=str)[:120]}, replayed "
-            f"{json.dumps(p['replayed'], default=str)[:120]}"
+            f"{json.dumps(p['replayed'], default=str)[:120]}",
+            highlight=False,
+            markup=False,
         )
+    if len(result.problems) > 20:
+        console.print(f"  ... and {len(result.problems) - 20} more differences")

@@ -40,6 +40,8 @@ class EvaluationResult:
             downtime cost, lies told and trusted. Plain data.
         played: Episodes played by this call (the rest were already stored).
         stored: Episodes in the store for this evaluation.
+        root: The root hash sealing its set of episodes (:mod:`opsgym.store.seal`): what
+            ``opsgym eval --verify`` recomputes; publish it with the numbers.
     """
 
     name: str
@@ -47,6 +49,7 @@ class EvaluationResult:
     summary: list[dict[str, Any]]
     played: int
     stored: int
+    root: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -56,6 +59,7 @@ class EvaluationResult:
             "summary": self.summary,
             "played": self.played,
             "stored": self.stored,
+            "root": self.root,
         }
 
 
@@ -176,7 +180,9 @@ def evaluate(
             _abandon(store, writer, name, exc)
             raise
         store.finish_evaluation(name, "done", {"summary": summary})
-    result = EvaluationResult(name, cfg, summary, played, len(rows))
+        sealed = store.seal(name)
+    root = None if sealed is None else sealed["root"]
+    result = EvaluationResult(name, cfg, summary, played, len(rows), root)
     if out is not None:
         from opsgym.evaluation.report import write_outputs
 

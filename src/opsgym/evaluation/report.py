@@ -195,6 +195,9 @@ def _markdown(result: EvaluationResult, charts: list[str]) -> str:
         f"`{result.config.split}`, {result.config.episodes} seeds x {result.config.trials} "
         "trial(s). Rates carry 95% Wilson intervals; mean returns a 95% bootstrap interval.",
         "",
+        f"Sealed: root `{result.root}` over {result.stored} episodes. "
+        f"`opsgym eval --verify {result.name}` replays every one and recomputes this root.",
+        "",
         "| policy | scenario | n | " + " | ".join(names) + f" | pass^{k} | pass@{k} | return |",
         "|---|---|---:|" + "---:|" * len(names) + "---:|---:|---:|",
     ]

@@ -22,9 +22,11 @@ Tables (:mod:`opsgym.store.models`):
   report, the reward paid, the clock, the event's hash) and ``truth_hidden`` (the hidden state of
   the world after each step). **The truth is hidden**: it is for judges, audits and inspection
   after the fact, and must never be served to an agent while an episode runs.
-* ``evaluations``: name, config, status (running, done, failed, interrupted), aggregates. A
-  running evaluation names its process; one whose process died on this host reads
-  ``interrupted`` (:mod:`opsgym.store.owner`), and any of them resumes under its name.
+* ``evaluations``: name, config, status (running, done, failed, interrupted), aggregates, and,
+  once finished, its seal: the manifest of its episodes and the root hash over it
+  (:mod:`opsgym.store.seal`). A running evaluation names its process; one whose process died
+  on this host reads ``interrupted`` (:mod:`opsgym.store.owner`), and any of them resumes
+  under its name, unless its episodes no longer match its seal.
 * ``training_runs``: name, kind, env, config, status, curves, checkpoint.
 * ``training_jobs``: training started over HTTP: name (its run's), kind, env, config, status
   (queued, running, stopping, succeeded, failed, stopped, lost), folder, pid and the process's

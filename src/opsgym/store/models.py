@@ -68,7 +68,9 @@ class Base(DeclarativeBase):
 
 
 class EvaluationModel(Base):
-    """One named evaluation: its configuration, status and aggregates."""
+    """One named evaluation: its configuration, status and aggregates, and, once finished, its
+    seal (:mod:`opsgym.store.seal`): the manifest of its episodes and the root hash over it.
+    """
 
     __tablename__ = "evaluations"
     __table_args__ = (CheckConstraint(_STATUS_CHECK, name="status"),)
@@ -80,6 +82,8 @@ class EvaluationModel(Base):
     aggregates: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    root: Mapped[str | None] = mapped_column(String(64))
+    manifest: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class EpisodeModel(Base):

@@ -14,7 +14,7 @@ from sqlalchemy import URL, Connection, Dialect, Engine, func, or_, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from opsgym.store import migrate, records
+from opsgym.store import migrate, records, seal
 from opsgym.store.engine import WRITE, make_engine, mask, resolve
 from opsgym.store.errors import DuplicateEpisodeError, NotFoundError, StoreError, one_line
 from opsgym.store.models import (
@@ -436,6 +436,7 @@ class Store:
                     f"({_first_difference(found.config, config)}); resume it with the same "
                     "settings or choose another name."
                 )
+            self._refuse_broken_seal(session, found)
             found.status, found.aggregates = "running", {"runner": runner()}
             found.updated_at = utcnow()
             return evaluation_row(found, self._count(session, found.id), resumed=True)
@@ -454,14 +455,61 @@ class Store:
     def finish_evaluation(
         self, name: str, status: str, aggregates: dict[str, Any] | None = None
     ) -> Evaluation:
-        """Mark evaluation ``name`` ``done``, ``failed`` or ``interrupted``, with its summary."""
+        """Mark evaluation ``name`` ``done``, ``failed`` or ``interrupted``, with its summary,
+        and seal the episodes it holds (:mod:`opsgym.store.seal`; :meth:`seal` reads it).
+        """
         _check_status(status)
         aggregates = _plain(aggregates, "aggregates")
         with self._write(f"evaluation {name!r}") as session:
             found = self._evaluation_model(session, name)
             found.status, found.aggregates, found.updated_at = status, aggregates, utcnow()
+            self._seal(session, found)
             session.flush()
             return evaluation_row(found, self._count(session, found.id))
+
+    def seal(self, name: str) -> dict[str, Any] | None:
+        """Evaluation ``name``'s seal, ``{"root", "manifest"}``, or ``None`` if it was never
+        finished (or was finished before the store kept seals).
+
+        Raises:
+            NotFoundError: no evaluation of that name.
+        """
+        with self._read() as session:
+            found = self._evaluation_model(session, name)
+            if found.root is None:
+                return None
+            return {"root": found.root, "manifest": found.manifest or []}
+
+    @staticmethod
+    def _stored_entries(session: Session, evaluation_id: int) -> list[tuple[int, tuple[Any, ...]]]:
+        """``(id, (policy, scenario, seed, trial, record_hash))`` of the evaluation's episodes."""
+        query = select(
+            EpisodeModel.id, *(getattr(EpisodeModel, c) for c in _KEY), EpisodeModel.record_hash
+        ).where(EpisodeModel.evaluation_id == evaluation_id)
+        return [(row[0], tuple(row[1:])) for row in session.execute(query).all()]
+
+    def _seal(self, session: Session, found: EvaluationModel) -> None:
+        """Write ``found``'s manifest and root over the episodes it holds now."""
+        entries = seal.manifest(e for _, e in self._stored_entries(session, found.id))
+        found.manifest, found.root = entries, seal.root(found.name, found.config, entries)
+
+    def _refuse_broken_seal(self, session: Session, found: EvaluationModel) -> None:
+        """Raise if sealed evaluation ``found`` no longer holds the episodes it was sealed with:
+        resuming it would seal an edited set of episodes afresh.
+        """
+        if found.root is None:
+            return
+        problems = seal.differences(found.manifest or [], self._stored_entries(session, found.id))
+        if found.root != seal.root(found.name, found.config, found.manifest or []):
+            problems.insert(0, {"message": "its manifest does not hash to its root"})
+        if problems:
+            shown = "; ".join(p["message"] for p in problems[:3])
+            more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+            raise StoreError(
+                f"Evaluation {found.name!r} no longer matches the seal it was finished with "
+                f"({shown}{more}); `opsgym eval --verify {found.name}` names every difference. "
+                "Nothing was played."
+            )
 
     def evaluation(self, name: str) -> Evaluation:
         """Evaluation ``name``. Raises :class:`NotFoundError` if there is none."""
@@ -506,6 +554,7 @@ class Store:
                     if found is None or found.status != "running" or found.updated_at != seen:
                         continue
                     found.status, found.updated_at = "interrupted", utcnow()
+                    self._seal(session, found)
                     found.aggregates = abandoned(
                         f"its process ({named.get('pid')} on {named.get('host')}) ended "
                         "without finishing it",

@@ -1,0 +1,290 @@
+"""`opsgym eval --verify` against a hostile editor of the store: every figure a report reads is
+recomputed or sealed, so each edit below exits non-zero and names what changed (issue 20).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from opsgym.cli import app
+from opsgym.core.replay import replay
+from opsgym.evaluation import evaluate
+from opsgym.evaluation.verify import (
+    EXIT_AGGREGATES,
+    EXIT_EVENT,
+    EXIT_MATCH,
+    EXIT_SEAL,
+    EXIT_VERDICT,
+)
+from opsgym.store import StoreError, open_store
+
+runner = CliRunner()
+NAME = "tamper"
+SEEDS = 10
+TOTAL = 2 * SEEDS
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory) -> Path:
+    """A finished evaluation: oracle and approve_all on 10 mixed test seeds of oversight."""
+    folder = tmp_path_factory.mktemp("honest")
+    evaluate(
+        "oversight",
+        ["oracle", "approve_all"],
+        episodes=SEEDS,
+        db=folder / "e.sqlite",
+        name=NAME,
+        out=folder / "out",
+    )
+    return folder
+
+
+@pytest.fixture
+def db(honest, tmp_path) -> Path:
+    """A copy of the honest store, to tamper with."""
+    for path in honest.glob("e.sqlite*"):
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path / "e.sqlite"
+
+
+def _verify(db: Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["eval", "--verify", NAME, "--db", str(db)])
+    return result.exit_code, result.output
+
+
+def _sql(db: Path, *statements: str) -> None:
+    with sqlite3.connect(db) as conn:
+        for sql in statements:
+            assert conn.execute(sql).rowcount >= 1, sql
+
+
+def _published_root(honest: Path) -> str:
+    return json.loads((honest / "out" / "results.json").read_text())["root"]
+
+
+FIRST = "(SELECT MIN(id) FROM episodes)"
+FIRST_APPROVE = "(SELECT MIN(id) FROM episodes WHERE policy = 'approve_all')"
+
+
+def test_an_untampered_evaluation_verifies_and_prints_its_published_root(honest, db):
+    code, out = _verify(db)
+    root = _published_root(honest)
+    assert code == EXIT_MATCH, out
+    assert f"{TOTAL}/{TOTAL} match" in out and f"root {root}" in out
+    assert len(root) == 64
+    assert f"root `{root}`" in (honest / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "statements,code,named",
+    [
+        pytest.param(
+            [f"UPDATE episodes SET lies = json_set(lies, '$.told', 7) WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'lies'",
+            id="lies",
+        ),
+        pytest.param(
+            [f"UPDATE episodes SET downtime_cost = 1234.5 WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'downtime_cost'",
+            id="downtime_cost",
+        ),
+        pytest.param(
+            [f"UPDATE episodes SET tokens = tokens + 500 WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'tokens'",
+            id="tokens",
+        ),
+        pytest.param(
+            [f"UPDATE episodes SET steps = steps - 1 WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'steps'",
+            id="steps",
+        ),
+        pytest.param(
+            [f"UPDATE episodes SET family = 'forged' WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'family'",
+            id="family",
+        ),
+        pytest.param(
+            [f"UPDATE episodes SET split = 'dev' WHERE id = {FIRST}"],
+            EXIT_VERDICT,
+            "'split'",
+            id="split",
+        ),
+    ],
+)
+def test_an_edited_figure_beside_the_record_is_named(db, statements, code, named):
+    _sql(db, *statements)
+    got, out = _verify(db)
+    assert got == code, out
+    assert f"{TOTAL - 1}/{TOTAL} match" in out and named in out
+
+
+def test_swapped_policy_labels_are_named_as_relabelled(db):
+    _sql(
+        db,
+        "UPDATE episodes SET policy = 'swap' WHERE policy = 'oracle'",
+        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'approve_all'",
+        "UPDATE episodes SET policy = 'approve_all' WHERE policy = 'swap'",
+    )
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "relabelled: sealed as (oracle, mixed, seed" in out
+    assert "stored as (approve_all, mixed, seed" in out and "field 'policy'" in out
+
+
+def test_an_edited_trial_is_named_as_relabelled(db):
+    _sql(db, f"UPDATE episodes SET trial = 1 WHERE id = {FIRST}")
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "field 'trial'" in out and "trial 0), stored as" in out
+
+
+def test_edited_aggregates_are_named_with_their_path(db):
+    _sql(
+        db,
+        "UPDATE evaluations SET aggregates = json_set(aggregates, "
+        "'$.summary[0].pass_hat_k.1', 1.0)",
+    )
+    code, out = _verify(db)
+    assert code == EXIT_AGGREGATES, out
+    assert f"{TOTAL}/{TOTAL} match" in out and "'summary[0].pass_hat_k.1'" in out
+
+
+def test_a_deleted_episode_is_named_missing(db):
+    _sql(
+        db,
+        f"DELETE FROM events WHERE episode_id = {FIRST_APPROVE}",
+        f"DELETE FROM episodes WHERE id = {FIRST_APPROVE}",
+    )
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "missing episode (approve_all, mixed, seed" in out
+
+
+def test_an_extra_episode_is_named(db):
+    columns = (
+        "evaluation_id, env, scenario, family, seed, split, policy, outcome, accepted, "
+        'verdict, "return", rewards, steps, tokens, token_source, downtime_cost, lies, '
+        "reward_timing, header, root, record_hash, created_at, transcript"
+    )
+    _sql(
+        db,
+        f"INSERT INTO episodes (id, trial, {columns}) SELECT 1000, 1, {columns} "
+        f"FROM episodes WHERE id = {FIRST_APPROVE}",
+        "INSERT INTO events (episode_id, steps, truth_hidden) SELECT 1000, steps, "
+        f"truth_hidden FROM events WHERE episode_id = {FIRST_APPROVE}",
+    )
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "extra episode (approve_all, mixed, seed" in out and "trial 1)" in out
+
+
+def test_a_call_appended_after_the_end_is_a_difference(db):
+    _sql(
+        db,
+        "UPDATE events SET steps = json_insert(steps, '$[#]', json_set(json_extract(steps, "
+        "'$[#-1]'), '$.step', json_extract(steps, '$[#-1].step') + 1)), truth_hidden = "
+        "json_insert(truth_hidden, '$[#]', json_extract(truth_hidden, '$[#-1]')) "
+        f"WHERE episode_id = {FIRST}",
+    )
+    code, out = _verify(db)
+    assert code != EXIT_MATCH, out
+    assert f"{TOTAL - 1}/{TOTAL} match" in out and "field 'events'" in out
+
+
+def test_an_edited_token_count_of_a_call_is_a_difference(db):
+    _sql(
+        db,
+        f"UPDATE events SET steps = json_set(steps, '$[0].tokens', 900) WHERE episode_id = {FIRST}",
+    )
+    code, out = _verify(db)
+    assert code == EXIT_EVENT, out
+    assert f"{TOTAL - 1}/{TOTAL} match" in out and "field 'tokens'" in out
+
+
+def _record(db: Path) -> dict:
+    with open_store(db) as store:
+        return store.episode_record(store.episodes(evaluation=NAME, limit=1)[0]["id"])
+
+
+def test_a_record_with_calls_after_its_end_does_not_replay_as_a_match(db):
+    record = _record(db)
+    assert replay(record).match
+    record["calls"].append(dict(record["calls"][0]))
+    found = replay(record)
+    assert not found.match
+    assert found.first_difference["field"] == "calls"
+    assert found.first_difference["step"] == len(record["events"]) + 1
+
+
+def test_a_record_whose_call_tokens_were_edited_does_not_replay_as_a_match(db):
+    record = _record(db)
+    record["calls"][0]["tokens"] += 900
+    found = replay(record)
+    assert not found.match
+    assert found.first_difference == {
+        "step": 1,
+        "field": "calls",
+        "recorded": record["calls"][0],
+        "replayed": {**record["calls"][0], "tokens": record["events"][0]["tokens"]},
+    }
+
+
+def test_a_rewritten_seal_shows_a_root_other_than_the_published_one(honest, db):
+    _sql(db, f"UPDATE episodes SET policy = 'oracle2' WHERE id = {FIRST}")
+    with open_store(db) as store:  # the editor seals the edited set afresh
+        store.finish_evaluation(NAME, "done", store.evaluation(NAME)["aggregates"])
+    code, out = _verify(db)
+    published = _published_root(honest)
+    assert f"root {published}" not in out and "root " in out
+    assert code == EXIT_AGGREGATES, out  # the summary names a policy no episode has any more
+
+
+def test_an_edited_root_is_named(db):
+    _sql(db, "UPDATE evaluations SET root = 'f' || substr(root, 2)")
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "does not hash to the stored root" in out
+
+
+def test_swap_delete_and_resume_is_refused_and_verify_names_each_edit(db):
+    """The attack of issue 20: approve_all relabelled oracle, its unsafe episodes deleted, the
+    evaluation resumed to fill the gap. The resume refuses; verify names both edits.
+    """
+    _sql(
+        db,
+        "UPDATE episodes SET policy = 'swap' WHERE policy = 'oracle'",
+        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'approve_all'",
+        "UPDATE episodes SET policy = 'approve_all' WHERE policy = 'swap'",
+        "DELETE FROM events WHERE episode_id IN (SELECT id FROM episodes "
+        "WHERE policy = 'oracle' AND outcome != 'safe_ship')",
+        "DELETE FROM episodes WHERE policy = 'oracle' AND outcome != 'safe_ship'",
+    )
+    with pytest.raises(StoreError, match="no longer matches the seal"):
+        evaluate("oversight", ["oracle", "approve_all"], episodes=SEEDS, db=db, name=NAME)
+    code, out = _verify(db)
+    assert code == EXIT_SEAL, out
+    assert "relabelled" in out and "missing episode (approve_all" in out
+
+
+def test_an_unsealed_evaluation_fails_until_a_resume_seals_it(db):
+    """An evaluation finished before seals were kept (or with its seal removed) cannot have its
+    set of episodes checked; resuming it, which plays nothing, seals what it holds.
+    """
+    _sql(db, "UPDATE evaluations SET root = NULL, manifest = NULL")
+    code, out = _verify(db)
+    assert code == EXIT_SEAL and "never sealed" in out, out
+    again = evaluate("oversight", ["oracle", "approve_all"], episodes=SEEDS, db=db, name=NAME)
+    assert again.played == 0 and again.root is not None
+    code, out = _verify(db)
+    assert code == EXIT_MATCH and f"root {again.root}" in out, out
