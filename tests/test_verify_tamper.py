@@ -79,6 +79,8 @@ def test_an_untampered_evaluation_verifies_and_prints_its_published_root(honest,
     assert f"{TOTAL}/{TOTAL} match" in out and f"root {root}" in out
     assert len(root) == 64
     assert f"root `{root}`" in (honest / "out" / "report.md").read_text()
+    checked = runner.invoke(app, ["eval", "--verify", NAME, "--db", str(db), "--root", root])
+    assert checked.exit_code == EXIT_MATCH, checked.output
 
 
 @pytest.mark.parametrize(
@@ -248,6 +250,9 @@ def test_a_rewritten_seal_shows_a_root_other_than_the_published_one(honest, db):
     published = _published_root(honest)
     assert f"root {published}" not in out and "root " in out
     assert code == EXIT_AGGREGATES, out  # the summary names a policy no episode has any more
+    checked = runner.invoke(app, ["eval", "--verify", NAME, "--db", str(db), "--root", published])
+    assert checked.exit_code == EXIT_SEAL, checked.output
+    assert "do not give the root published" in checked.output
 
 
 def test_an_edited_root_is_named(db):

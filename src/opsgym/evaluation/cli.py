@@ -128,6 +128,14 @@ def eval_command(
             "root hash, and name what differs.",
         ),
     ] = None,
+    root: Annotated[
+        str | None,
+        typer.Option(
+            "--root",
+            help="With --verify: the root hash published with the evaluation (its "
+            "results.json); a store that no longer gives it fails.",
+        ),
+    ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List stored evaluations.")] = False,
 ) -> None:
     """Evaluate policies on a world: every outcome with its interval, stored and replayable."""
@@ -142,7 +150,7 @@ def eval_command(
             _list(db)
             return
         if verify is not None:
-            result = run_verify(verify, db)
+            result = run_verify(verify, db, expected_root=root)
             _print_verification(result)
             raise typer.Exit(result.exit_code)
         if env is None:

@@ -252,8 +252,12 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-def verify(name: str, db: Any = None) -> Verification:
-    """Recompute everything evaluation ``name``'s report says (see the module's docstring)."""
+def verify(name: str, db: Any = None, *, expected_root: str | None = None) -> Verification:
+    """Recompute everything evaluation ``name``'s report says (see the module's docstring).
+
+    ``expected_root``: the root published with the evaluation (its ``results.json``); a store
+    whose episodes no longer give it is a ``seal`` difference, even one sealed afresh.
+    """
     from opsgym.store import open_store, seal
 
     result = Verification(name)
@@ -277,6 +281,9 @@ def verify(name: str, db: Any = None) -> Verification:
     ]
     result.root = seal.root(name, config, seal.manifest(e for _, e in stored))
     result.sealed_root = None if sealed is None else sealed["root"]
+    if expected_root is not None and expected_root != result.root:
+        why = "the stored episodes do not give the root published with the evaluation"
+        result.problems.append(_whole("seal", "root", expected_root, result.root, why))
     result.problems += _seal_problems(sealed, name, config, stored)
     result.problems += _aggregate_problems(evaluation, replayed)
     return result
