@@ -19,6 +19,16 @@ def test_sb3_env_checker_accepts_the_gym_face(gym_id):
     sb3_check_env(gym.make(gym_id).unwrapped, warn=True)
 
 
+@pytest.mark.parametrize("gym_id", GYM_IDS)
+def test_action_masks_before_reset_asks_for_a_reset(gym_id):
+    """Regression (issue 17, item 6; found by mypy): it raised AttributeError on ``None``."""
+    env = gym.make(gym_id).unwrapped
+    with pytest.raises(gym.error.ResetNeeded, match="reset"):
+        env.action_masks()
+    env.reset(seed=0)
+    assert env.action_masks().dtype == bool
+
+
 def trained_maskable_ppo(env: gym.Env, seed: int, width: int) -> MaskablePPO:
     """A tiny MaskablePPO after 128 steps on ``env``."""
     model = MaskablePPO(

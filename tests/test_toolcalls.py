@@ -443,6 +443,31 @@ def test_a_reply_of_nested_brackets_is_a_rejected_turn_not_a_crash(reply):
     assert opsgym.replay(json.loads(json.dumps(ep.record()))).match
 
 
+_HUGE = "9" * 5000  # valid JSON that Python refuses to decode (over 4,300 digits)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '<tool_call>{"name": "inspect", "arguments": {"n": ' + _HUGE + "}}</tool_call>",
+        '{"name": "inspect", "arguments": "{\\"n\\": ' + _HUGE + '}"}',
+    ],
+)
+def test_a_reply_with_an_undecodable_number_is_a_rejected_turn_not_a_crash(reply):
+    """Regression (issue 17, item 6; found by mypy): json.loads raises a plain ValueError for an
+    integer over 4,300 digits, and the parser read ``exc.msg`` from it: AttributeError."""
+    parsed = tc.parse_reply(reply)
+    assert [call.error for call in parsed.calls] == [
+        "JSON cannot be decoded (Exceeds the limit (4300 digits) for integer string conversion)"
+        if reply.startswith("<")
+        else "arguments cannot be decoded (Exceeds the limit (4300 digits) for integer string "
+        "conversion)"
+    ]
+    ep = opsgym.make("release", "nominal", 1)
+    tc.run_turn(ep, parsed, tc.count_tokens(reply))
+    assert ep.steps == 1 and ep.events[-1]["rejected"]
+
+
 def test_a_reply_without_a_call_is_recorded_and_shown_as_no_call_not_an_unknown_tool():
     ep = opsgym.make("release", "nominal", 3)
     out = tc.run_turn(ep, tc.parse_reply("I think we should wait."), 5)

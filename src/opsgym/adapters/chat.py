@@ -76,7 +76,8 @@ def tool_schemas(env: str) -> list[dict[str, Any]]:
     """The tools of ``env`` as the chat template is given them: the schemas ``transformers``
     builds from the TRL environment's methods, in TRL's order (a fresh copy each call).
     """
-    return json.loads(tool_schemas_json(env))
+    schemas: list[dict[str, Any]] = json.loads(tool_schemas_json(env))
+    return schemas
 
 
 def user_message(text: str) -> dict[str, Any]:

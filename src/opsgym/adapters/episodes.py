@@ -152,6 +152,7 @@ def settle(episode: Episode) -> tuple[Verdict, float]:
     early is never a way around a penalty the episode would have paid.
     """
     if episode.done:
+        assert episode.verdict is not None  # an episode is done only once it is judged
         return episode.verdict, episode.total_reward
     verdict = episode.spec.judge.evaluate(episode.world.truth(), episode.events, completing=False)
     table = episode.world.outcome_rewards or episode.spec.outcome_rewards

@@ -126,13 +126,17 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
             "components": components,
         }
         if done:
-            info["verdict"] = episode.verdict.to_dict()
-            info["outcome"] = episode.verdict.outcome
+            verdict = episode.verdict
+            assert verdict is not None  # an episode is done only once it is judged
+            info["verdict"] = verdict.to_dict()
+            info["outcome"] = verdict.outcome
         return self._encoder.encode(episode), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Which catalogue actions would pass validation now (judged on the agent's view)."""
         episode = self.episode
+        if episode is None:
+            raise gym.error.ResetNeeded("Call reset() before action_masks().")
         view = episode.world.view
         return np.fromiter(
             (tool.check(view, args) is None for tool, args in self._actions),

@@ -44,6 +44,7 @@ eval(episode_task("release", split="dev", n=5, epochs=4), model="openai/gpt-4o")
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Epochs, Task, task
@@ -264,6 +265,7 @@ def episode_task(
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
+    # Any: Inspect types a list of reducers as all names or all functions; this mixes them.
     reducers: list[Any] = ["mean"] + ([pass_k(epochs)] if epochs > 1 else [])
     return Task(
         dataset=samples(env, split, n, scenario=scenario, start=start, config=config),
@@ -275,7 +277,7 @@ def episode_task(
     )
 
 
-def _register(env: str) -> Any:
+def _register(env: str) -> Callable[..., Task]:
     def define(
         split: str = "test",
         n: int = 20,
@@ -301,5 +303,5 @@ def _register(env: str) -> Any:
     return task(name=env)(define)
 
 
-TASKS: dict[str, Any] = {env: _register(env) for env in list_envs()}
+TASKS: dict[str, Callable[..., Task]] = {env: _register(env) for env in list_envs()}
 """The registered task of each world (``opsgym/<env>`` to Inspect)."""

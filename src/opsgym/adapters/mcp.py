@@ -54,14 +54,14 @@ import secrets
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 
 from opsgym.adapters.toolcalls import render_text, result_text
@@ -130,6 +130,9 @@ def _text(
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+_A = TypeVar("_A", bound=Args)
 
 
 class _Refusal(Exception):
@@ -204,7 +207,7 @@ class OpsgymMCP:
         )
 
     def _start_schema(self) -> dict[str, Any]:
-        schema = json.loads(json.dumps(self._start.parameters))
+        schema: dict[str, Any] = json.loads(json.dumps(self._start.parameters))
         schema["properties"]["env"]["enum"] = list(self.envs)
         if len(self.envs) == 1:
             schema["properties"]["env"]["default"] = self.envs[0]
@@ -277,9 +280,7 @@ class OpsgymMCP:
         """``start_episode``: make the episode, keep it under a fresh id, show it."""
         if len(self.envs) == 1:
             arguments.setdefault("env", self.envs[0])
-        parsed = self._start.parse(arguments)
-        if isinstance(parsed, str):
-            raise _Refusal(parsed)
+        parsed = _parse(self._start, arguments, StartArgs)
         if parsed.env not in self.envs:
             raise _Refusal(str(UnknownNameError("environment", parsed.env, self.envs)))
         try:
@@ -356,10 +357,7 @@ class OpsgymMCP:
 
     @staticmethod
     def _episode_id(tool: Tool, arguments: dict[str, Any]) -> str:
-        parsed = tool.parse(arguments)
-        if isinstance(parsed, str):
-            raise _Refusal(parsed)
-        return parsed.episode_id
+        return _parse(tool, arguments, EpisodeRef).episode_id
 
     def _episode(self, episode_id: Any, env: str | None = None) -> Episode:
         if not isinstance(episode_id, str):
@@ -403,7 +401,17 @@ class OpsgymMCP:
         )
 
 
-def _wire(model: Any) -> dict[str, Any]:
+def _parse(tool: Tool, arguments: dict[str, Any], model: type[_A]) -> _A:
+    """``tool``'s arguments parsed as ``model`` (its ``args`` or a base of it); refused if bad."""
+    parsed = tool.parse(arguments)
+    if isinstance(parsed, str):
+        raise _Refusal(parsed)
+    if not isinstance(parsed, model):
+        raise TypeError(f"tool {tool.name!r} parses {type(parsed).__name__}, not {model.__name__}")
+    return parsed
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
     """An SDK model as MCP's JSON (camelCase, nothing unset)."""
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
@@ -415,7 +423,7 @@ def tool_name(env: str, tool: str) -> str:
 
 def _with_episode_id(tool: Tool) -> dict[str, Any]:
     """The tool's own JSON schema with a required ``episode_id`` merged in."""
-    schema = json.loads(json.dumps(tool.parameters))
+    schema: dict[str, Any] = json.loads(json.dumps(tool.parameters))
     properties = schema.get("properties", {})
     if "episode_id" in properties:
         raise ValueError(f"tool {tool.name!r} has its own 'episode_id' argument")

@@ -195,6 +195,7 @@ def _method(tool: Tool) -> Callable[..., str]:
 
     method.__name__ = method.__qualname__ = tool.name
     method.__doc__ = _docstring(tool)
+    # inspect.signature reads __signature__, which typeshed does not declare on functions.
     method.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     method.__annotations__ = annotations
     return method

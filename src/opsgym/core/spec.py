@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -31,15 +31,29 @@ class Encoder(Protocol):
 
     ``actions`` is the discrete action catalogue: index ``i`` is the call
     ``(tool, args)``. ``encode`` must read only the agent's view.
+
+    The members are read-only: an encoder may hold them as class attributes (a world's encoder
+    does), and a reader never sets them.
     """
 
-    size: int
-    low: float
-    high: float
-    actions: Sequence[tuple[str, dict[str, Any]]]
+    @property
+    def size(self) -> int:
+        """Length of the observation vector."""
+
+    @property
+    def low(self) -> float:
+        """Lower bound of every entry."""
+
+    @property
+    def high(self) -> float:
+        """Upper bound of every entry."""
+
+    @property
+    def actions(self) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        """The action catalogue: ``(tool name, raw arguments)`` per action index."""
 
     def encode(self, episode: Episode) -> np.ndarray:
-        """The observation vector of ``episode`` now."""
+        """The observation vector of ``episode`` now (its view only, never the truth)."""
 
 
 class WorldConfig(BaseModel):
@@ -54,7 +68,7 @@ class WorldConfig(BaseModel):
     """What a bad value raises (a world may name its own subclass)."""
 
     @classmethod
-    def parse(cls, config: Mapping[str, Any] | None, world: str = "world") -> WorldConfig:
+    def parse(cls, config: Mapping[str, Any] | None, world: str = "world") -> Self:
         """Validate ``config``: an unknown key raises :class:`UnknownNameError` with close
         matches, a bad value :attr:`error` naming the key, the reason and the value.
         """
@@ -201,7 +215,7 @@ class EnvSpec:
     outcome_rewards: dict[str, float]
     max_steps: int
     encoder: Callable[[], Encoder]
-    policies: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    policies: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     safe_outcomes: frozenset[str] = frozenset()
     harmful_outcomes: frozenset[str] = frozenset()
     settled: frozenset[str] = frozenset()

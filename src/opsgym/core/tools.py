@@ -14,12 +14,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-
-Precondition = Callable[[Any, Any], str | None]
-"""``(view, args) -> reason or None``: why a call may not run now, judged on the agent's view."""
 
 
 class Args(BaseModel):
@@ -30,6 +27,23 @@ class Args(BaseModel):
 
 class NoArgs(Args):
     """Arguments of a tool that takes none."""
+
+
+_A = TypeVar("_A", bound=Args)
+"""A tool's arguments model."""
+_W = TypeVar("_W")
+"""The world a tool's handler is a method of."""
+
+Precondition: TypeAlias = Callable[[Any, _A], str | None]
+"""``(view, args) -> reason or None``: why a call may not run now, judged on the agent's view.
+
+``Precondition[RankArgs]`` reads arguments of type ``RankArgs`` (a precondition may declare a
+base of the model, or a protocol of the fields it reads: ``args: Ranked``). The view is the
+world's own class, which a precondition names; the tool table does not know it (``Any``).
+"""
+
+Handler: TypeAlias = Callable[[_W, _A], dict[str, Any]]
+"""A tool's method: ``(world, args) -> report``."""
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +77,7 @@ class Tool:
     description: str
     args: type[Args] = NoArgs
     handler: str = ""
-    requires: tuple[Precondition, ...] = ()
+    requires: tuple[Precondition[Any], ...] = ()
     terminal: bool = False
     minutes: float = 0.0
     default: Args = field(init=False)
@@ -122,17 +136,40 @@ class Tool:
         return None
 
 
+@overload
+def tool(
+    *,
+    requires: tuple[Precondition[NoArgs], ...] = (),
+    terminal: bool = False,
+    minutes: float = 0.0,
+) -> Callable[[Handler[_W, NoArgs]], Handler[_W, NoArgs]]: ...
+
+
+@overload
+def tool(
+    args: type[_A],
+    *,
+    requires: tuple[Precondition[_A], ...] = (),
+    terminal: bool = False,
+    minutes: float = 0.0,
+) -> Callable[[Handler[_W, _A]], Handler[_W, _A]]: ...
+
+
 def tool(
     args: type[Args] = NoArgs,
     *,
-    requires: tuple[Precondition, ...] = (),
+    requires: tuple[Precondition[Any], ...] = (),
     terminal: bool = False,
     minutes: float = 0.0,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Handler[Any, Any]], Handler[Any, Any]]:
     """Mark a world method as a tool.
 
     The method's docstring becomes the description; each precondition's docstring is appended
     as a "Requires:" line so that an LLM reads the same rules the validator applies.
+
+    The types tie the three together: the method takes ``args`` (``NoArgs`` when omitted) and
+    every precondition reads that model (or a base or protocol of it), so a precondition that
+    reads a field the tool's arguments lack is a type error, not an exception mid-episode.
 
     Args:
         args: Pydantic model of the arguments.
@@ -141,7 +178,7 @@ def tool(
         minutes: Simulated minutes the operation takes.
     """
 
-    def mark(method: Callable[..., Any]) -> Callable[..., Any]:
+    def mark(method: Handler[Any, Any]) -> Handler[Any, Any]:
         description = inspect.cleandoc(method.__doc__ or method.__name__)
         needs = [inspect.cleandoc(r.__doc__).rstrip(".") for r in requires if r.__doc__]
         if needs:

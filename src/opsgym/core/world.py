@@ -39,8 +39,10 @@ class World:
     """
 
     tools: ClassVar[dict[str, Tool]] = {}
-    deadline: ClassVar[float | None] = None
-    """Length of the simulated window in minutes; when the clock reaches it the episode ends."""
+    deadline: float | None = None
+    """Length of the simulated window in minutes; when the clock reaches it the episode ends.
+    A class attribute, or set per episode in ``__init__`` (from the config); a world that always
+    has one narrows the type (``deadline: float = 150.0``)."""
     tokens_per_call: ClassVar[int] = 0
     """Tokens charged for a call made without a token count (e.g. through the Gym face)."""
 

@@ -111,13 +111,20 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
         return {}, None  # some servers send "" for a tool without arguments
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return raw, f"arguments are not valid JSON ({exc.msg} at {exc.pos})"
+    except ValueError as exc:  # valid JSON Python will not decode: an integer over 4,300 digits
+        return raw[:200], f"arguments cannot be decoded ({_reason(exc)})"
     except RecursionError:  # a reply of nested brackets: rejected, never the run's end
         return raw[:200], "arguments nested too deep to decode"
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+def _reason(exc: ValueError) -> str:
+    """The first clause of a decoding error (Python's own advice after it is not the model's)."""
+    return str(exc).split(":", 1)[0]
 
 
 def _named(name: Any, error: str | None) -> str | None:
@@ -139,8 +146,12 @@ def _from_object(obj: Any, source: str) -> ParsedCall:
 def _from_json_text(text: str, source: str) -> list[ParsedCall]:
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return [ParsedCall(None, text, source, error=f"not valid JSON ({exc.msg} at {exc.pos})")]
+    except ValueError as exc:  # as in _arguments
+        return [
+            ParsedCall(None, text[:200], source, error=f"JSON cannot be decoded ({_reason(exc)})")
+        ]
     except RecursionError:
         return [ParsedCall(None, text[:200], source, error="JSON nested too deep to decode")]
     if isinstance(value, list) and value:

@@ -57,6 +57,8 @@ class FleetBase(World):
     training job, and the faults of the scenario: the state and helpers the tools share.
     """
 
+    deadline: float  # set in __init__ (the window of every level)
+
     def __init__(
         self,
         scenario: Scenario,

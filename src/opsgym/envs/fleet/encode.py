@@ -68,7 +68,7 @@ wait (last).
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -86,6 +86,7 @@ from opsgym.envs.fleet.state import NODE_FEATURES, RANK_FEATURES, View
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode
+    from opsgym.envs.fleet.base import FleetBase
 
 _STATUS = ("stalled", "hung", "degraded", "running")
 N_GLOBAL = 40
@@ -159,7 +160,7 @@ class FleetEncoder:
 
     def encode(self, episode: Episode) -> np.ndarray:
         """The observation vector of ``episode`` now."""
-        world = episode.world
+        world = cast("FleetBase", episode.world)  # the spec pairs this encoder with its world
         v: View = world.view
         findings, diffs, settings = v.findings, v.diffs, world.settings
         key = (

@@ -10,7 +10,7 @@ anything its tools did not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -269,18 +269,26 @@ class CoalitionArgs(Args):
 # any read is rejected for the same reason in every family; the task's phase gating comes after.
 
 
-def rank_in_service(view: View, args: Args) -> str | None:
+class Ranked(Protocol):
+    """Arguments that name a rank (:class:`RankArgs`, :class:`FlightArgs`)."""
+
+    @property
+    def rank(self) -> int:
+        """The rank."""
+
+
+def rank_in_service(view: View, args: Ranked) -> str | None:
     """The rank's node is not drained."""
     node = node_of(args.rank)
     return f"node {view.hosts[node]} is drained" if node in view.drained else None
 
 
-def node_in_service(view: View, args: Args) -> str | None:
+def node_in_service(view: View, args: NodeArgs) -> str | None:
     """The node is not drained."""
     return f"node {view.hosts[args.node]} is drained" if args.node in view.drained else None
 
 
-def rank_implicated(view: View, args: Args) -> str | None:
+def rank_implicated(view: View, args: RankArgs) -> str | None:
     """Something the agent read implicates the rank (an alert, a hot GPU, an error in its log,
     an Xid on its GPU, a flight recorder behind its peers, a specialist's finding).
     """
@@ -322,14 +330,14 @@ def not_patched(view: View, args: Args) -> str | None:
     return f"{view.patched} is already patched" if view.patched else None
 
 
-def file_identified(view: View, args: Args) -> str | None:
+def file_identified(view: View, args: FileArgs) -> str | None:
     """patch_identify listed the file as a candidate."""
     if view.candidates is None or args.file not in view.candidates:
         return f"{args.file} is not among the files patch_identify listed"
     return None
 
 
-def file_diverges(view: View, args: Args) -> str | None:
+def file_diverges(view: View, args: FileArgs) -> str | None:
     """patch_diff showed the file's collectives diverge between ranks."""
     if not view.diffs.get(args.file):
         return f"no diff has shown {args.file}'s collectives diverging"
@@ -341,7 +349,7 @@ def coordination_on(view: View, args: Args) -> str | None:
     return None if view.coordination else "coordination is switched off in this episode"
 
 
-def coalition_ready(view: View, args: Args) -> str | None:
+def coalition_ready(view: View, args: CoalitionArgs) -> str | None:
     """Both workers have reported, the acting one naming its target (a rank, file or node)."""
     actor, partner, kind = COALITIONS[args.action]
     finding = view.findings.get(actor)
@@ -352,7 +360,7 @@ def coalition_ready(view: View, args: Args) -> str | None:
     return None
 
 
-def coalition_phase_open(view: View, args: Args) -> str | None:
+def coalition_phase_open(view: View, args: CoalitionArgs) -> str | None:
     """In a phase-gated task, the coalition's phase is open."""
     if args.action == "topology_version_fix":
         return oom_phase_closed(view, args)
@@ -361,21 +369,21 @@ def coalition_phase_open(view: View, args: Args) -> str | None:
     return None
 
 
-def version_checked(view: View, args: Args) -> str | None:
+def version_checked(view: View, args: NodeArgs) -> str | None:
     """The node's NCCL version has been checked (check_nccl_version)."""
     if args.node not in view.versions:
         return f"check node {args.node}'s NCCL version first"
     return None
 
 
-def node_drained(view: View, args: Args) -> str | None:
+def node_drained(view: View, args: NodeArgs) -> str | None:
     """The node has been drained."""
     if args.node not in view.drained:
         return f"node {view.hosts[args.node]} is not drained; drain it before rescheduling"
     return None
 
 
-def spare_available(view: View, args: Args) -> str | None:
+def spare_available(view: View, args: NodeArgs) -> str | None:
     """The spare node of the node's leaf is free."""
     if not view.spare_free(args.node):
         return f"the spare of leaf {LEAF_OF_NODE[args.node]} is already in use"

@@ -98,6 +98,8 @@ def _clone(x: Any) -> Any:
 class Oversight(World):
     """A release gate: workers propose, the supervisor inspects, asks, approves, blocks, holds."""
 
+    deadline: float  # set in __init__, from the episode's setup
+
     def __init__(
         self,
         scenario: Scenario,

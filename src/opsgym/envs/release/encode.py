@@ -37,16 +37,16 @@ Actions (``Discrete(10)``), the tools in order with their default arguments:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from opsgym.envs.release.state import ERROR_RATE_ALARM, View
+from opsgym.envs.release.state import ERROR_RATE_ALARM, WINDOW_MINUTES, View
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode
 
-_STATUS = {"healthy": 1.0, "unhealthy": -1.0}
+_STATUS: dict[str | None, float] = {"healthy": 1.0, "unhealthy": -1.0}
 
 
 def _health(view: View, target: str) -> tuple[float, float, dict[str, Any]]:
@@ -61,7 +61,7 @@ class ReleaseEncoder:
 
     size = 24
     low, high = -1.0, 1.0
-    actions = [
+    actions: ClassVar[list[tuple[str, dict[str, Any]]]] = [
         ("inspect", {}),
         ("stage", {}),
         ("deploy", {}),
@@ -81,15 +81,16 @@ class ReleaseEncoder:
         g_status, g_fresh, g = _health(v, "green")
         b_status, b_fresh, _ = _health(v, "blue")
         observed = -1.0 if v.observed_green is None else v.observed_green / 100
+        verify = v.verify or {}
         verified = bool(
-            v.verify
+            verify
             and v.traffic_changed_at is not None
-            and v.verify["checked_at"] >= v.traffic_changed_at
+            and verify["checked_at"] >= v.traffic_changed_at
         )
         last = episode.events[-1] if episode.events else None
         return np.array(
             [
-                min(world.clock / world.deadline, 1.0),
+                min(world.clock / WINDOW_MINUTES, 1.0),
                 episode.steps / episode.max_steps if episode.max_steps else 0.0,
                 v.staged,
                 v.deploy_confirmed(),
@@ -107,11 +108,11 @@ class ReleaseEncoder:
                 g.get("error_rate", 0.0) > ERROR_RATE_ALARM,
                 b_status,
                 b_fresh,
-                verified and v.verify["passed"],
+                verified and verify["passed"],
                 v.rolled_back,
                 min(v.blind_retries, 3) / 3,
                 last is not None and last["rejected"] is not None,
-                verified and not v.verify["passed"],
+                verified and not verify["passed"],
                 last is not None and last["report"].get("accepted") is False,
             ],
             dtype=np.float32,

@@ -12,6 +12,8 @@ from pydantic import Field
 
 from opsgym.core.tools import Args
 
+WINDOW_MINUTES = 150.0
+"""The release window: the world's ``deadline``, which the encoder scales the clock by."""
 CANARY_SHARE = 0.10
 """Above this share of traffic a v2 that degrades under load is no longer healthy."""
 ERROR_RATE_ALARM = 0.01

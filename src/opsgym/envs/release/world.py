@@ -14,6 +14,7 @@ from opsgym.envs.release.state import (
     LADDER,
     RESTART_WINDOW,
     STORM_RESTART_EVERY,
+    WINDOW_MINUTES,
     HealthArgs,
     InspectArgs,
     ShiftArgs,
@@ -51,7 +52,7 @@ def _reads_router(tool: str, args: Any) -> bool:
 class Release(World):
     """A web frontend, an API and a database; v1 live on blue, v2 candidate on green."""
 
-    deadline = 150.0
+    deadline: float = WINDOW_MINUTES
 
     def __init__(self, scenario, rng, rewards, overrides=None, config=None):
         super().__init__(scenario, rng, rewards, overrides, config)
