@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,9 +141,10 @@ def _check_episode(
     try:
         replayed = replay(record)
     except OpsgymError as exc:
-        d = {"step": 0, "field": "header", "recorded": str(exc), "replayed": None}
-        return {**where, "kind": "header", **d}, row
-    d, fresh = replayed.first_difference, row
+        refused = {"step": 0, "field": "header", "recorded": str(exc), "replayed": None}
+        return {**where, "kind": "header", **refused}, row
+    d: dict[str, Any] | None = replayed.first_difference
+    fresh = row
     if replayed.episode is not None:
         figures = derived(replayed.episode)
         fresh = _replayed_row(row, replayed.episode, figures)
@@ -215,7 +217,7 @@ def _first_path(old: Any, new: Any, path: str = "") -> str | None:
     return None if old == new else (path or "summary")
 
 
-def _aggregate_problems(evaluation: dict[str, Any], rows: list[Any]) -> list[dict[str, Any]]:
+def _aggregate_problems(evaluation: Mapping[str, Any], rows: list[Any]) -> list[dict[str, Any]]:
     """The stored summary against one recomputed from the replayed episodes ``rows``: an
     edited episode is that episode's difference, edited aggregates this one.
     """
