@@ -52,11 +52,12 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
     env = gym.make(GYM_ID, **kwargs)
     obs, info = env.reset(seed=seed)
     ops = env.unwrapped
-    played = Played(seed, episode_seed=info["seed"])
+    assert "seed" not in info  # the agent is not told the episode's seed
+    played = Played(seed)
     rng = np.random.default_rng([7, seed])
     policy = None if actor in ("random", "await") else get_policy("oversight", actor)
     if policy is not None:
-        policy.reset(info["seed"])
+        policy.reset()
     while True:
         mask = ops.action_masks()
         played.obs.append(obs)
@@ -78,10 +79,13 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
             played.obs.append(obs)
             played.masks.append(ops.action_masks())
             played.outcome = info.get("outcome")
+            assert "seed" not in info
+            played.episode_seed = ops.episode.seed  # the harness's view, after the end
             played.ret = ops.episode.total_reward
             break
     played.next_obs, info = env.reset()
-    played.next_mask, played.next_seed = ops.action_masks(), info["seed"]
+    assert "seed" not in info
+    played.next_mask, played.next_seed = ops.action_masks(), ops.episode.seed
     return played
 
 
@@ -103,8 +107,9 @@ def replay(venv: OversightVectorEnv, runs: list[Played]) -> None:
     """
     obs, info = venv.reset(seed=[r.seed for r in runs])
     masks = venv.action_masks()
+    assert "seed" not in info  # no lane is told its seed before its episode ends
     for i, r in enumerate(runs):
-        same(i, r, 0, "episode seed", info["seed"][i], r.episode_seed)
+        same(i, r, 0, "episode seed", venv.world.seeds[i], r.episode_seed)
         same(i, r, 0, "observation", obs[i], r.obs[0])
         same(i, r, 0, "mask", masks[i], r.masks[0])
     for t in range(max(len(r.actions) for r in runs) + 1):
@@ -121,10 +126,14 @@ def replay(venv: OversightVectorEnv, runs: list[Played]) -> None:
                 if t == len(r.actions) - 1:
                     same(i, r, t + 1, "outcome", info["outcome"][i], r.outcome)
                     same(i, r, t + 1, "return", info["return"][i], np.float64(r.ret))
+                    same(i, r, t + 1, "seed at the end", info["seed"][i], r.episode_seed)
+                else:
+                    assert not info.get("_seed", np.zeros(len(runs), bool))[i]
             elif t == len(r.actions):  # the autoreset step: the lane's next episode begins
                 same(i, r, t + 1, "next observation", obs[i], r.next_obs)
                 same(i, r, t + 1, "next mask", masks[i], r.next_mask)
-                same(i, r, t + 1, "next episode seed", info["seed"][i], r.next_seed)
+                same(i, r, t + 1, "next episode seed", venv.world.seeds[i], r.next_seed)
+                assert not info.get("_seed", np.zeros(len(runs), bool))[i]
                 same(i, r, t + 1, "autoreset reward", reward[i], 0.0)
                 assert not terminated[i] and not truncated[i]
 
@@ -276,7 +285,8 @@ def test_same_step_autoreset_reports_the_final_observation():
                 assert terminated[i] or truncated[i]
                 assert np.array_equal(info["final_obs"][i], r.obs[-1])
                 assert np.array_equal(obs[i], r.next_obs)
-                assert info["outcome"][i] == r.outcome and info["seed"][i] == r.next_seed
+                assert info["outcome"][i] == r.outcome and info["seed"][i] == r.episode_seed
+                assert env.world.seeds[i] == r.next_seed
 
 
 # -- the hold's judge: schedule.ship_time, replayed --------------------------------------

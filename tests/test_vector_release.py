@@ -56,11 +56,12 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
     env = gym.make(GYM_ID, **kwargs)
     obs, info = env.reset(seed=seed)
     ops = env.unwrapped
-    played = Played(seed, episode_seed=info["seed"])
+    assert "seed" not in info  # the agent is not told the episode's seed
+    played = Played(seed)
     rng = np.random.default_rng([7, seed])
     policy = get_policy("release", actor) if actor in ("naive", "oracle") else None
     if policy is not None:
-        policy.reset(info["seed"])
+        policy.reset()
     while True:
         mask = ops.action_masks()
         played.obs.append(obs)
@@ -80,10 +81,13 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
             played.obs.append(obs)
             played.masks.append(ops.action_masks())
             played.outcome = info.get("outcome")
+            assert "seed" not in info
+            played.episode_seed = ops.episode.seed  # the harness's view, after the end
             played.ret = ops.episode.total_reward
             break
     played.next_obs, info = env.reset()
-    played.next_mask, played.next_seed = ops.action_masks(), info["seed"]
+    assert "seed" not in info
+    played.next_mask, played.next_seed = ops.action_masks(), ops.episode.seed
     return played
 
 
@@ -105,8 +109,9 @@ def replay(venv: ReleaseVectorEnv, runs: list[Played]) -> None:
     """
     obs, info = venv.reset(seed=[r.seed for r in runs])
     masks = venv.action_masks()
+    assert "seed" not in info  # no lane is told its seed before its episode ends
     for i, r in enumerate(runs):
-        same(i, r, 0, "episode seed", info["seed"][i], r.episode_seed)
+        same(i, r, 0, "episode seed", venv.world.seeds[i], r.episode_seed)
         same(i, r, 0, "observation", obs[i], r.obs[0])
         same(i, r, 0, "mask", masks[i], r.masks[0])
     for t in range(max(len(r.actions) for r in runs) + 1):
@@ -123,10 +128,14 @@ def replay(venv: ReleaseVectorEnv, runs: list[Played]) -> None:
                 if t == len(r.actions) - 1:
                     same(i, r, t + 1, "outcome", info["outcome"][i], r.outcome)
                     same(i, r, t + 1, "return", info["return"][i], np.float64(r.ret))
+                    same(i, r, t + 1, "seed at the end", info["seed"][i], r.episode_seed)
+                else:
+                    assert not info.get("_seed", np.zeros(len(runs), bool))[i]
             elif t == len(r.actions):  # the autoreset step: the lane's next episode begins
                 same(i, r, t + 1, "next observation", obs[i], r.next_obs)
                 same(i, r, t + 1, "next mask", masks[i], r.next_mask)
-                same(i, r, t + 1, "next episode seed", info["seed"][i], r.next_seed)
+                same(i, r, t + 1, "next episode seed", venv.world.seeds[i], r.next_seed)
+                assert not info.get("_seed", np.zeros(len(runs), bool))[i]
                 same(i, r, t + 1, "autoreset reward", reward[i], 0.0)
                 assert not terminated[i] and not truncated[i]
 
@@ -299,7 +308,8 @@ def test_same_step_autoreset_reports_the_final_observation():
                 assert terminated[i] or truncated[i]
                 assert np.array_equal(info["final_obs"][i], r.obs[-1])
                 assert np.array_equal(obs[i], r.next_obs)
-                assert info["outcome"][i] == r.outcome and info["seed"][i] == r.next_seed
+                assert info["outcome"][i] == r.outcome and info["seed"][i] == r.episode_seed
+                assert env.world.seeds[i] == r.next_seed
 
 
 # -- the vector env keeps Gymnasium's contract --------------------------------------------
@@ -316,7 +326,7 @@ def test_the_vector_env_has_gymnasiums_spaces_dtypes_and_shapes():
         env.step(np.zeros(5, int))
     obs, info = env.reset(seed=3)
     assert obs.dtype == np.float32 and obs in env.observation_space
-    assert info["seed"].shape == (5,) and info["_seed"].all()
+    assert info == {}  # no seed before the end
     for _ in range(70):
         masks = env.action_masks()
         assert masks.shape == (5, 10) and masks.dtype == bool and masks.any(axis=1).all()
@@ -350,7 +360,7 @@ def test_reset_mask_and_disabled_autoreset():
     with pytest.raises(ReleaseBatchError, match="reset_mask"):
         env.step(np.zeros(3, int))
     _, info = env.reset(options={"reset_mask": np.array([True, True, True])})
-    assert info["_seed"].all()
+    assert "seed" not in info
     env.step(np.zeros(3, int))
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import opsgym
 from opsgym.adapters.toolcalls import render_text
-from opsgym.agents import get_policy
+from opsgym.agents import get_policy, policy_rng
 from opsgym.agents import play as play_loop
 from opsgym.core.registry import catalogue, legal_actions
 from opsgym.envs.oversight import SPEC
@@ -44,9 +44,9 @@ def play(scenario, seed, policy, *, family_aware=False, **kw):
     ep = opsgym.make("oversight", scenario, seed, **kw)
     agent = get_policy("oversight", policy) if isinstance(policy, str) else policy()
     if family_aware:
-        agent.reset(seed, family=ep.family.name)
+        agent.reset(policy_rng(seed), family=ep.family.name)
     else:
-        agent.reset(seed)
+        agent.reset(policy_rng(seed))
     feedback = getattr(agent, "feedback", None)
     while not ep.done:
         result = ep.step(*agent.act(ep.observe(), [CALLS[i] for i in legal_actions(ep)]))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import opsgym
-from opsgym.agents import RandomPolicy, play
+from opsgym.agents import RandomPolicy, play, policy_rng
 from opsgym.core.exploits import Exploit
 from opsgym.core.registry import legal_actions
 from opsgym.envs.release import SPEC
@@ -35,7 +35,7 @@ SETTLED = {"unsafe", "downtime"}
 def _play(policy, seed: int, scenario: str = "mixed", family_aware: bool = False, **kw):
     ep = opsgym.make("release", scenario, seed, **kw)
     if family_aware:
-        policy.reset(seed, family=ep.family.name)
+        policy.reset(policy_rng(seed), family=ep.family.name)
         return play(ep, policy, reset=False)
     return play(ep, policy)
 

@@ -5,7 +5,12 @@ The observation is the world's vector view (its ``encode.py`` documents each ind
 action space is ``Discrete(n)`` over the world's action catalogue, ``action_masks()`` marks the
 calls whose preconditions hold (for sb3-contrib's MaskablePPO), the time limit comes from the
 registration, and at the end ``info["verdict"]`` holds the judge's verdict.
-``env.unwrapped.episode`` is the underlying :class:`~opsgym.core.episode.Episode`.
+``env.unwrapped.episode`` is the underlying :class:`~opsgym.core.episode.Episode` (the
+harness's, not the agent's: it holds the truth).
+
+No ``info`` holds the episode's seed: ``reset`` gives the scenario and the split. The seed is
+the episode's hidden truth (an agent holding it could play twins of the episode and keep the
+best calls); after the end the harness reads it from ``env.unwrapped.episode`` or the record.
 
 Episodes are drawn from one split (``split="train"`` by default): ``reset(seed=...)`` seeds a
 stream of episode seeds that all lie in that split, and a ``mixed`` scenario draws its family
@@ -91,7 +96,8 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
 
         Its seed is drawn from the env's seeded stream, within the env's split; or it is
         ``options["episode_seed"]``, which must lie in that split. ``options`` may also set
-        ``scenario``, ``overrides`` and ``config`` for this one episode.
+        ``scenario``, ``overrides`` and ``config`` for this one episode. ``info`` holds the
+        scenario and the split, not the episode's seed.
         """
         super().reset(seed=seed)
         options = options or {}
@@ -104,7 +110,6 @@ class OpsEnv(gym.Env[np.ndarray, np.int64]):
         self.episode = request.resolve(self.np_random).start()
         return self._encoder.encode(self.episode), {
             "scenario": self.episode.scenario.name,
-            "seed": self.episode.seed,
             "split": self._split,
         }
 

@@ -12,7 +12,9 @@ from opsgym.agents.base import (
     legal_calls,
     play,
     policy_names,
+    policy_rng,
 )
+from opsgym.core.seat import Seat
 
 __all__ = [
     "Policy",
@@ -24,4 +26,6 @@ __all__ = [
     "trained",
     "play",
     "policy_names",
+    "policy_rng",
+    "Seat",
 ]

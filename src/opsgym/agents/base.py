@@ -1,4 +1,12 @@
-"""The Policy protocol, the generic random policy, and the loop that plays an episode."""
+"""The Policy protocol, the generic random policy, and the loop that plays an episode.
+
+A policy is given what the agent may see, and nothing else: each observation and the legal
+calls (:meth:`Policy.act`), each call's result if it asks (``feedback``), and a random
+generator of its own for the episode (:meth:`Policy.reset`). The episode's seed, the
+:class:`~opsgym.core.episode.Episode` and its family reach it only after the end, through the
+record: the seed *is* the episode's hidden truth (a policy holding it could play twins of the
+episode and keep the best calls), so no face hands it to the agent while it plays.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import numpy as np
 from opsgym.core.episode import Episode
 from opsgym.core.errors import PolicyRefusedError, UnknownNameError
 from opsgym.core.registry import catalogue, legal_actions, spec
+from opsgym.core.seat import Seat
 
 Call = tuple[str, dict[str, Any]]
 
@@ -25,31 +34,52 @@ class Policy(Protocol):
     now (a policy may also call anything else and be rejected). A policy may also define
     ``feedback(result)``: :func:`play` hands it each call's :class:`StepResult`, reward included,
     as an RL agent would see it.
+
+    A policy is never handed the episode's seed, the episode or its family: ``reset`` gets a
+    generator for the policy's own randomness (:func:`policy_rng`), from which the seed cannot
+    be read back. Scripted references told more (the audit's family-aware exploits) declare it:
+    see :class:`opsgym.core.exploits.Privileged`.
     """
 
     name: str
 
-    def reset(self, seed: int | None = None) -> None:
-        """Prepare for a new episode."""
+    def reset(self, rng: np.random.Generator | None = None) -> None:
+        """Prepare for a new episode; ``rng`` is the policy's own randomness for it."""
 
     def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
         """The next ``(tool, args)``."""
 
 
+def policy_rng(seed: int | None) -> np.random.Generator:
+    """The generator a policy's own randomness comes from in the episode of ``seed``.
+
+    It draws the numbers ``np.random.default_rng([0x0B5, seed])`` draws (so evaluations keep
+    their numbers), from a bit generator that was handed only that generator's state: its
+    ``seed_seq`` is a fresh one and holds no trace of ``seed``, so a policy cannot read the
+    episode's seed off its generator. The state is still a function of the seed, and a policy
+    could tabulate it over the public seeds to find which one it plays; sealed evaluation seeds
+    (issue 20, item 2: drawn from a space too large to tabulate) close that.
+    """
+    source = np.random.default_rng([0x0B5, seed or 0])
+    bits = np.random.PCG64()
+    bits.state = source.bit_generator.state
+    return np.random.Generator(bits)
+
+
 class RandomPolicy:
-    """Uniform over the legal catalogue calls, from its own generator seeded by the episode's
-    seed (so it never touches the world's stream).
+    """Uniform over the legal catalogue calls, from the generator it is reset with (its own:
+    it never touches the world's stream, and it never sees the episode's seed).
     """
 
     name = "random"
     deterministic = False
 
     def __init__(self) -> None:
-        self._rng = np.random.default_rng(0)
+        self._rng = policy_rng(0)
 
-    def reset(self, seed: int | None = None) -> None:
-        """Reseed."""
-        self._rng = np.random.default_rng([0x0B5, seed or 0])
+    def reset(self, rng: np.random.Generator | None = None) -> None:
+        """Take ``rng`` for the episode (``None``: the generator of seed 0)."""
+        self._rng = policy_rng(0) if rng is None else rng
 
     def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
         """A uniformly drawn legal call, or ``complete`` when none is legal."""
@@ -136,25 +166,28 @@ def is_deterministic(
     return bool(getattr(get_policy(env, name, runs_dir=runs_dir), "deterministic", True))
 
 
-def legal_calls(episode: Episode) -> list[Call]:
+def legal_calls(episode: Episode | Seat) -> list[Call]:
     """The catalogue calls that pass validation now, as ``(tool, args)``."""
     table = catalogue(episode.env)
-    return [(table[i][0].name, table[i][1].model_dump()) for i in legal_actions(episode)]
+    indices = episode.legal_actions() if isinstance(episode, Seat) else legal_actions(episode)
+    return [(table[i][0].name, table[i][1].model_dump()) for i in indices]
 
 
 def play(episode: Episode, policy: Policy, *, reset: bool = True) -> Episode:
     """Let ``policy`` act until the episode ends; return the episode.
 
     Each call is charged the world's fixed token cost: a policy cannot report its own tokens.
-    A policy that steps episodes itself (``drive(episode)``: the LLM agent, which makes several
-    calls a turn and counts its tokens through its face) is handed the episode instead.
-    ``reset=False`` leaves a policy that was already reset (told more than the seed) as it is.
+    A policy that steps episodes itself (``drive(seat)``: the LLM agent, which makes several
+    calls a turn and counts its tokens through its face; a trained PPO policy) is handed a
+    :class:`Seat` on the episode, which shows what the agent may see and carries its calls, not
+    the episode. The policy is reset with :func:`policy_rng` of the seed, never the seed.
+    ``reset=False`` leaves a policy that was already reset (a reference told more) as it is.
     """
     if reset:
-        policy.reset(episode.seed)
+        policy.reset(policy_rng(episode.seed))
     drive = getattr(policy, "drive", None)
     if drive is not None:
-        drive(episode)
+        drive(Seat(episode))
         return episode
     feedback = getattr(policy, "feedback", None)
     while not episode.done:

@@ -44,11 +44,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from opsgym.adapters import toolcalls
 from opsgym.adapters.chat import Conversation, conversation
 from opsgym.agents.base import Call, legal_calls
 from opsgym.core.episode import Episode, StepResult
 from opsgym.core.errors import OpsgymError
+from opsgym.core.seat import Seat
 
 DEFAULT_DECISIONS = 500
 """Turns per episode when neither the agent nor the episode's step budget bounds them."""
@@ -116,8 +119,8 @@ class Backend(Protocol):
     token_source: str | None
     needs_legal: bool
 
-    def reset(self, seed: int | None) -> None:
-        """Prepare for a new episode."""
+    def reset(self, rng: np.random.Generator | None) -> None:
+        """Prepare for a new episode (``rng``: the policy's own randomness, never the seed)."""
 
     def complete(self, request: Request) -> Reply:
         """The reply to ``request``.
@@ -142,7 +145,7 @@ def tokens(backend: Backend, reply: Reply) -> tuple[int, str]:
 
 
 def drive(
-    episode: Episode,
+    episode: Seat,
     backend: Backend,
     conversation: Conversation,
     *,
@@ -154,7 +157,7 @@ def drive(
     """Play ``episode`` until it ends, the turns run out or the model's context is full.
 
     Args:
-        episode: A running episode.
+        episode: The agent's seat at a running episode (what it may see and do).
         backend: Where replies come from.
         conversation: The episode's conversation, in its format.
         agent: The policy's name, for the transcript and the log.
@@ -206,10 +209,9 @@ def drive(
         spent = _play(episode, backend, conversation, reply, entry)
         if log is not None:
             log.info(
-                "%s: %s seed %s, turn %d of at most %d, step %d: %d tokens in %.1f s",
+                "%s: %s, turn %d of at most %d, step %d: %d tokens in %.1f s",
                 agent,
                 episode.env,
-                episode.seed,
                 turn,
                 limit,
                 episode.steps,
@@ -220,7 +222,7 @@ def drive(
 
 
 def _play(
-    episode: Episode,
+    episode: Seat,
     backend: Backend,
     conversation: Conversation,
     reply: Reply,
@@ -273,9 +275,9 @@ class ModelAgent:
         """What the transcript's setup entry records of the agent (its settings)."""
         return {}
 
-    def reset(self, seed: int | None = None) -> None:
-        """Prepare for a new episode."""
-        self.backend.reset(seed)
+    def reset(self, rng: np.random.Generator | None = None) -> None:
+        """Prepare for a new episode (``rng``: the policy's own randomness)."""
+        self.backend.reset(rng)
 
     def act(self, obs: dict[str, Any], legal: list[Call]) -> Call:
         """Not supported: the agent makes several calls a turn and counts their tokens, so it
@@ -286,12 +288,15 @@ class ModelAgent:
             "agent.drive(episode), not act()."
         )
 
-    def drive(self, episode: Episode) -> Episode:
-        """Play ``episode`` until it ends or the turns run out; return it (see :func:`drive`)."""
+    def drive(self, episode: Episode | Seat) -> Episode | Seat:
+        """Play ``episode`` (or the seat :func:`opsgym.agents.play` hands it) until it ends or
+        the turns run out; return it (see :func:`drive`). The model sees only what the seat
+        shows.
+        """
         if episode.env != self.env:
             raise LLMError(f"{self.name} plays {self.env!r}, not {episode.env!r}.")
-        return drive(
-            episode,
+        drive(
+            episode if isinstance(episode, Seat) else Seat(episode),
             self.backend,
             conversation(self.format, episode, tools_in_prompt=self.tools_in_prompt),
             agent=self.name,
@@ -299,3 +304,4 @@ class ModelAgent:
             setup=self.setup(),
             log=self.log,
         )
+        return episode

@@ -69,6 +69,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from opsgym.adapters.chat import FORMATS, call_message
 from opsgym.adapters.toolcalls import ParsedCall, ParsedReply
 from opsgym.agents import hf_models
@@ -173,7 +175,7 @@ class HFBackend:
         self.eos = set(_eos_ids(self.model, self.tokenizer))
         self.context = getattr(self.model.config, "max_position_embeddings", None)
 
-    def reset(self, seed: int | None) -> None:
+    def reset(self, rng: np.random.Generator | None) -> None:
         """Nothing to reset: decoding is greedy."""
 
     def feedback(self, result: StepResult) -> None:

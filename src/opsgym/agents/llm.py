@@ -78,6 +78,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from opsgym.adapters.chat import FORMATS
 from opsgym.agents.base import PREFIXED
 from opsgym.agents.drive import (
@@ -202,7 +204,7 @@ class OpenAIBackend:
         self._client: Any = None
         self._reasoning_off = settings.reasoning == "off"
 
-    def reset(self, seed: int | None) -> None:
+    def reset(self, rng: np.random.Generator | None) -> None:
         """Nothing to reset: the endpoint keeps no state between requests."""
 
     def feedback(self, result: StepResult) -> None:
@@ -340,9 +342,9 @@ class OfflinePlanner:
         )
         self._calls = 0
 
-    def reset(self, seed: int | None) -> None:
-        """Reset the scripted policy."""
-        self.policy.reset(seed)
+    def reset(self, rng: np.random.Generator | None) -> None:
+        """Reset the scripted policy with the planner's generator."""
+        self.policy.reset(rng)
         self._calls = 0
 
     def feedback(self, result: StepResult) -> None:

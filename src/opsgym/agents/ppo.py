@@ -20,7 +20,8 @@ import numpy as np
 
 from opsgym.core.episode import Episode
 from opsgym.core.errors import TrainingError
-from opsgym.core.registry import catalogue, legal_actions, spec
+from opsgym.core.registry import catalogue, spec
+from opsgym.core.seat import Seat
 
 
 @lru_cache(maxsize=8)
@@ -81,18 +82,21 @@ class PPOPolicy:
                 "trained on another version of the world, retrain it"
             )
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Nothing to reset: the policy is greedy."""
 
-    def drive(self, episode: Episode) -> None:
-        """Play ``episode`` to the end."""
+    def drive(self, episode: Episode | Seat) -> None:
+        """Play ``episode`` (or the seat :func:`opsgym.agents.play` hands it) to the end, from
+        the Gym face's vector view and masks: what the seat shows.
+        """
+        seat = episode if isinstance(episode, Seat) else Seat(episode)
         n = len(self.actions)
-        while not episode.done:
-            obs = self.encoder.encode(episode)
+        while not seat.done:
+            obs = seat.encoded(self.encoder)
             masks = None
             if self.mask:
                 masks = np.zeros(n, dtype=bool)
-                masks[legal_actions(episode)] = True
+                masks[seat.legal_actions()] = True
             action, _ = self.model.predict(obs, action_masks=masks, deterministic=True)
             tool, args = self.actions[int(action)]
-            episode.step_call(tool, args)
+            seat.step_call(tool, args)

@@ -142,17 +142,21 @@ def tasks(cfg: EvalConfig) -> list[Task]:
 
 
 def trial_seed(seed: int, trial: int) -> int:
-    """The seed a policy with its own randomness is reset with on ``trial`` of ``seed``."""
+    """The seed of the generator (:func:`opsgym.agents.base.policy_rng`) a policy with its own
+    randomness is reset with on ``trial`` of ``seed``: the policy gets the generator, never a
+    seed.
+    """
     return seed if trial == 0 else seed + (trial << 32)
 
 
 def play_task(cfg: EvalConfig, task: Task) -> Episode:
     """Play one episode of the evaluation."""
     from opsgym.agents import get_policy, play
+    from opsgym.agents.base import policy_rng
 
     episode = request(cfg, task.scenario, task.seed).start(evaluation=True)
     policy = get_policy(cfg.env, task.policy, runs_dir=cfg.runs_dir)
-    policy.reset(trial_seed(task.seed, task.trial))
+    policy.reset(policy_rng(trial_seed(task.seed, task.trial)))
     return play(episode, policy, reset=False)
 
 

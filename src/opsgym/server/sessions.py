@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from opsgym.adapters.toolcalls import count_tokens
-from opsgym.agents.base import get_policy, legal_calls
+from opsgym.agents.base import get_policy, legal_calls, policy_rng
 from opsgym.core.episode import Episode, StepResult, jsonable
 from opsgym.core.errors import OpsgymError
 from opsgym.core.registry import spec
@@ -206,7 +206,7 @@ class Session:
                     f"policy {policy!r} drives its own episodes (an LLM agent): run it with "
                     "`opsgym run` or `opsgym eval`, not through a session"
                 )
-            agent.reset(ep.seed)
+            agent.reset(policy_rng(ep.seed))  # its own randomness, never the seed
             self.agents[policy] = agent
         self.driver = policy if self.driver in (None, policy) else "client"
         feedback = getattr(agent, "feedback", None)  # as agents.play hands it each result

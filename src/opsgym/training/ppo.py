@@ -160,6 +160,7 @@ def reference_calls(episode: Episode, policy: str = "oracle") -> list[tuple[str,
     each put through the action catalogue (:func:`as_catalogue_call`).
     """
     from opsgym.agents import get_policy, legal_calls
+    from opsgym.agents.base import policy_rng
 
     twin = Episode(
         episode.spec,
@@ -171,7 +172,7 @@ def reference_calls(episode: Episode, policy: str = "oracle") -> list[tuple[str,
         reward_timing=episode.reward_timing,
     )
     agent = get_policy(episode.env, policy)
-    agent.reset(episode.seed)
+    agent.reset(policy_rng(episode.seed))
     calls = []
     while not twin.done:
         call = as_catalogue_call(episode.env, *agent.act(twin.observe(), legal_calls(twin)))

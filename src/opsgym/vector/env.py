@@ -9,9 +9,12 @@ only in arrays. Autoreset follows Gymnasium's ``AutoresetMode`` (``NEXT_STEP`` b
 the step after a lane's episode ends resets that lane, ignores its action and returns its
 first observation with reward 0); ``action_masks()`` gives every lane's mask.
 
-Infos are arrays with ``_key`` masks, as Gymnasium's vector envs give them: ``seed`` (the
-episode seed) for lanes that started an episode, ``outcome`` and ``return`` for lanes whose
-episode ended on this step. Nothing else per lane: the reports are the scalar face's business.
+Infos are arrays with ``_key`` masks, as Gymnasium's vector envs give them: ``outcome``,
+``return`` and ``seed`` (the episode's seed) for lanes whose episode ended on this step.
+Nothing else per lane: the reports are the scalar face's business. As on the scalar face, no
+info names an episode's seed while it runs (reset infos are empty): the seed is the episode's
+hidden truth. A lane has no episode object to read it from after the end, so the step that
+ends a lane's episode names it.
 """
 
 from __future__ import annotations
@@ -150,9 +153,7 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
         self.world.reset(lanes)
         self._autoreset[lanes] = False
         self._started = True
-        infos: dict[str, Any] = {}
-        self._add_seeds(infos, lanes)
-        return self._out(self.world.obs), infos
+        return self._out(self.world.obs), {}
 
     def step(
         self, actions: np.ndarray
@@ -167,7 +168,6 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             world.reset(restart, encode=False)
             world.step(actions, active=~self._autoreset)
-            self._add_seeds(infos, restart)
         elif self.autoreset_mode == AutoresetMode.DISABLED:
             if restart.size:
                 raise BatchError(
@@ -190,7 +190,6 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
                 world.truncated.copy(),
             )
             world.reset(lanes)
-            self._add_seeds(infos, lanes)
             self._autoreset[:] = False
             return self._out(world.obs), reward, terminated, truncated, infos
         self._autoreset = ended
@@ -209,13 +208,6 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
     def _out(self, array: np.ndarray) -> np.ndarray:
         return array.copy() if self.copy else array
 
-    def _add_seeds(self, infos: dict[str, Any], lanes: np.ndarray) -> None:
-        if lanes.size:
-            mask = np.zeros(self.num_envs, bool)
-            mask[lanes] = True
-            infos["seed"] = np.where(mask, self.world.seeds, 0)
-            infos["_seed"] = mask
-
     def _add_ends(self, infos: dict[str, Any], lanes: np.ndarray) -> None:
         if lanes.size:
             mask = np.zeros(self.num_envs, bool)
@@ -225,6 +217,7 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
             outcome[lanes] = np.array([*self.world.OUTCOMES, None], dtype=object)[codes]
             infos["outcome"], infos["_outcome"] = outcome, mask
             infos["return"], infos["_return"] = np.where(mask, self.world.returns, 0.0), mask
+            infos["seed"], infos["_seed"] = np.where(mask, self.world.seeds, 0), mask.copy()
 
 
 class ReleaseVectorEnv(BatchedVectorEnv):

@@ -8,7 +8,9 @@ last observation in ``info["terminal_observation"]`` with ``info["TimeLimit.trun
 the next episode's first observation returned in its place (SB3 resets on the same step).
 ``seed(s)`` seeds lane ``i`` with ``s + i`` at the next ``reset()``, as SB3's vec envs do.
 ``env_method("action_masks")`` (what sb3-contrib's ``get_action_masks`` calls) returns each
-lane's mask. ``info["outcome"]`` names the outcome of a lane whose episode ended.
+lane's mask. ``info["outcome"]`` names the outcome of a lane whose episode ended and
+``info["seed"]`` its seed: as on the Gym face, no info names an episode's seed while it runs
+(``reset_infos`` are empty).
 """
 
 from __future__ import annotations
@@ -49,8 +51,7 @@ class BatchedSB3VecEnv(VecEnv):
         self.world.reset()
         self._reset_seeds()
         self._reset_options()
-        seeds = self.world.seeds.tolist()
-        self.reset_infos = [{"seed": s} for s in seeds]
+        self.reset_infos = [{} for _ in range(self.num_envs)]
         return self.world.obs.copy()
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -70,14 +71,14 @@ class BatchedSB3VecEnv(VecEnv):
             last = world.obs[ended].copy()
             cut = (truncated & ~terminated)[ended].tolist()
             outcomes = world.outcomes(ended)
+            seeds = world.seeds[ended].tolist()
             for j, lane in enumerate(ended.tolist()):
                 info = infos[lane]
                 info["terminal_observation"] = last[j]
                 info["TimeLimit.truncated"] = cut[j]
                 info["outcome"] = outcomes[j]
+                info["seed"] = seeds[j]  # the episode that ended, not the next one
             world.reset(ended)
-            for lane, seed in zip(ended.tolist(), world.seeds[ended].tolist(), strict=True):
-                self.reset_infos[lane] = {"seed": seed}
         return world.obs.copy(), rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:

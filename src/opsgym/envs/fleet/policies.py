@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from opsgym.envs.fleet.domain import BENCH_STREAK, GOOD_NCCL, N_NODES, N_RANKS, N_SPINES
 
 Call = tuple[str, dict[str, Any]]
@@ -22,7 +24,7 @@ class Naive:
 
     name = "naive"
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._acted = False
 
@@ -106,7 +108,7 @@ class Oracle:
 
     name = "oracle"
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._hot_spine: int | None = None
         self._restarts: dict[int, int] = {}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from opsgym.envs.oversight.domain import COST, MINUTES, RULES, findings, kind_of
 from opsgym.envs.oversight.encode import INSPECT
 
@@ -34,7 +36,7 @@ def _first(legal: list[Call], tool: str) -> Call | None:
 class _Blind:
     name = "blind"
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._held = False
 
@@ -97,7 +99,7 @@ class Rule:
     rules: frozenset[str] = frozenset({"S1", "S2"})
     recheck = False
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
 
     def _report(self, obs: dict[str, Any], ref: str) -> dict[str, Any] | None:
@@ -157,7 +159,7 @@ class Oracle:
 
     name = "oracle"
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._blocks: dict[str, int] = {}
 

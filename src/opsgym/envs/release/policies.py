@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from opsgym.envs.release.state import ERROR_RATE_ALARM
 
 Call = tuple[str, dict[str, Any]]
@@ -19,7 +21,7 @@ class Naive:
     name = "naive"
     _SCRIPT = ("stage", "deploy", "migrate", "shift_traffic", "health_check", "verify")
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._i = 0
 
@@ -110,7 +112,7 @@ class Oracle:
     react = True
     """Roll back on a bad sign (else insist: re-check and complete again)."""
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> None:
+    def reset(self, rng: np.random.Generator | None = None) -> None:
         """Start over."""
         self._aborting = False
 
