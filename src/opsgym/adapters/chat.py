@@ -45,7 +45,7 @@ from opsgym.adapters.trl import RESERVED, environment_factory, prompt
 from opsgym.core.errors import MissingExtraError
 
 if TYPE_CHECKING:
-    from opsgym.core.episode import Episode
+    from opsgym.core.seat import AgentView
 
 FORMATS = ("snapshot", "history")
 """The conversation formats, by name (see the module docstring)."""
@@ -141,7 +141,7 @@ class Snapshot:
 
     format = "snapshot"
 
-    def __init__(self, episode: Episode, *, tools_in_prompt: bool = False):
+    def __init__(self, episode: AgentView, *, tools_in_prompt: bool = False):
         self.tools = None if tools_in_prompt else episode.tools
         self._schemas = episode.tools
         self._system = system_text(
@@ -173,7 +173,7 @@ class History:
 
     format = "history"
 
-    def __init__(self, episode: Episode):
+    def __init__(self, episode: AgentView):
         self.tools: list[dict[str, Any]] | None = tool_schemas(episode.env)
         self._messages = [user_message(prompt(episode))]
 
@@ -214,7 +214,7 @@ class History:
             self._messages.extend(tool_message("", said) for _, said in results)
 
 
-def conversation(format: str, episode: Episode, *, tools_in_prompt: bool = False) -> Conversation:
+def conversation(format: str, episode: AgentView, *, tools_in_prompt: bool = False) -> Conversation:
     """A new conversation over ``episode`` in ``format`` (:data:`FORMATS`).
 
     ``tools_in_prompt`` (list the tools in the system message) is the snapshot format's option;

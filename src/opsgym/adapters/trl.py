@@ -49,6 +49,7 @@ from opsgym.core.episode import Episode
 from opsgym.core.registry import spec
 from opsgym.core.request import EpisodeRequest
 from opsgym.core.scenarios import split_of
+from opsgym.core.seat import AgentView
 from opsgym.core.tools import Tool
 
 RESERVED = frozenset({"reset", "get_reward"})
@@ -130,7 +131,7 @@ class OpsgymEnvironment:
         return result_text(episode.step(tool, arguments))
 
 
-def prompt(episode: Episode) -> str:
+def prompt(episode: AgentView) -> str:
     """The first prompt: the tool-calling face's system and user messages as one text, without
     the tool schemas (TRL's chat template lists the methods' own).
     """

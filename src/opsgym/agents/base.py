@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -62,7 +62,8 @@ def policy_rng(seed: int | None) -> np.random.Generator:
     """
     source = np.random.default_rng([0x0B5, seed or 0])
     bits = np.random.PCG64()
-    bits.state = source.bit_generator.state
+    # numpy's stubs type the state as a Mapping, not the TypedDict its setter takes
+    bits.state = cast(Any, source.bit_generator.state)
     return np.random.Generator(bits)
 
 

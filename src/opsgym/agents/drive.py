@@ -153,7 +153,7 @@ def drive(
     turns: int | None = None,
     setup: Mapping[str, Any] | None = None,
     log: logging.Logger | None = None,
-) -> Episode:
+) -> Seat:
     """Play ``episode`` until it ends, the turns run out or the model's context is full.
 
     Args:

@@ -15,7 +15,7 @@ what it offers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -25,6 +25,47 @@ if TYPE_CHECKING:
     from opsgym.core.episode import Episode, StepResult
     from opsgym.core.spec import EnvSpec
     from opsgym.core.tools import Args, Tool
+
+
+class AgentView(Protocol):
+    """What the faces that talk to an agent read of an episode: an :class:`Seat`, or the
+    :class:`~opsgym.core.episode.Episode` itself where the caller holds it (a server session,
+    the grader). Nothing in it names the seed, the family or the truth.
+    """
+
+    transcript: list[dict[str, Any]]
+
+    @property
+    def env(self) -> str:
+        """The world's name."""
+
+    @property
+    def spec(self) -> EnvSpec:
+        """The world's public description."""
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools' schemas."""
+
+    @property
+    def steps(self) -> int:
+        """Calls made so far."""
+
+    @property
+    def max_steps(self) -> int:
+        """The step budget (0: none)."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode is over."""
+
+    def observe(self) -> dict[str, Any]:
+        """What the agent sees now."""
+
+    def step(
+        self, tool: str, args: dict[str, Any] | None = None, *, tokens: int | None = None
+    ) -> StepResult:
+        """Make one call."""
 
 
 class Seat:

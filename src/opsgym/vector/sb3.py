@@ -51,7 +51,7 @@ class BatchedSB3VecEnv(VecEnv):
         self.world.reset()
         self._reset_seeds()
         self._reset_options()
-        self.reset_infos = [{} for _ in range(self.num_envs)]
+        self.reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         return self.world.obs.copy()
 
     def step_async(self, actions: np.ndarray) -> None:

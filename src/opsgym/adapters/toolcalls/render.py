@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from opsgym.core.episode import Episode, StepResult
+    from opsgym.core.episode import StepResult
+    from opsgym.core.seat import AgentView
 
 MAX_CALLS = 3
 """Most calls one reply may make; the rest are rejected (and recorded)."""
@@ -51,7 +52,7 @@ independent judge grades the episode on the true state of the system, not on the
 # -- rendering ------------------------------------------------------------------------------
 
 
-def schemas(episode: Episode) -> list[dict[str, Any]]:
+def schemas(episode: AgentView) -> list[dict[str, Any]]:
     """OpenAI-style function schemas of the episode's tools (generated from their models)."""
     return episode.tools
 
@@ -233,7 +234,7 @@ def render_observation(
 
 
 def render_messages(
-    episode: Episode,
+    episode: AgentView,
     *,
     tools_in_prompt: bool = True,
     results: Sequence[tuple[str, str]] | None = None,
@@ -252,7 +253,7 @@ def render_messages(
     )
 
 
-def render_text(episode: Episode) -> str:
+def render_text(episode: AgentView) -> str:
     """The prompt as one string, tools included: the prompt of every world whose
     ``EnvSpec.prompt`` is ``None`` (all of them), which the audit's leak test compares across
     hidden facts.

@@ -23,7 +23,8 @@ from opsgym.adapters.toolcalls.parse import ParsedReply
 from opsgym.adapters.toolcalls.render import MAX_CALLS, call_text, inline, result_text
 
 if TYPE_CHECKING:
-    from opsgym.core.episode import Episode, StepResult
+    from opsgym.core.episode import StepResult
+    from opsgym.core.seat import AgentView
 
 TEXT_EXCERPT = 500
 """Characters of a reply's text kept in a rejected step's arguments (the transcript keeps all)."""
@@ -75,7 +76,7 @@ def _excerpt(text: str) -> str:
 
 
 def run_turn(
-    episode: Episode,
+    episode: AgentView,
     reply: ParsedReply,
     tokens: int | None,
     *,
