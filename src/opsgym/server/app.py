@@ -156,7 +156,8 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
     app.state.jobs, app.state.timelines, app.state.training = jobs, Timelines(), supervisor
     _handlers(app)
     app.include_router(face.router())
-    app.include_router(routes.router(allow_overrides=settings.allow_overrides))
+    for router in routes.routers(allow_overrides=settings.allow_overrides):
+        app.include_router(router)
     app.include_router(training.router(supervisor, settings))
     app.include_router(worlds.router(app.router.routes))
     app.add_middleware(
