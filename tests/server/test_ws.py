@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 import socket
 import time
+import typing
 from typing import Any
 
 import pytest
 
 import opsgym
 from opsgym.core.registry import spec
+from opsgym.server.models import WSMessage
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     ENVS,
     KNOWN,
@@ -151,6 +153,9 @@ BAD = [
     ({"type": "step", "data": {"tool": ""}}, "VALIDATION_ERROR", ["tool"]),
     ({"type": "step", "data": {"tool": "stage", "args": [1]}}, "VALIDATION_ERROR", ["args"]),
     ({"type": "step", "data": {"tool": "stage"}, "id": 1}, "VALIDATION_ERROR", ["step", "id"]),
+    ({"type": "step", "data": ["stage"]}, "VALIDATION_ERROR", ["step", "data"]),
+    ({"type": "close", "data": {}}, "VALIDATION_ERROR", ["close", "data"]),
+    ({"type": None}, "UNKNOWN_TYPE", None),
     ({"type": "state", "data": {}}, "VALIDATION_ERROR", ["state", "data"]),
     ({"type": "reset", "data": {"seed": -1}}, "VALIDATION_ERROR", ["seed"]),
     ({"type": "reset", "data": {"colour": "red"}}, "VALIDATION_ERROR", ["colour"]),
@@ -176,6 +181,46 @@ def test_a_malformed_message_gets_its_openenv_error_code_and_costs_nothing(
         now = state(sock)
         assert (now["step_count"], now["scenario"]) == (1, "nominal")
         assert act(sock, "deploy")["data"]["observation"]["step"] == 2
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ({"type": "dance"}, "'dance'"),
+        ({"type": "STEP", "data": {"tool": "stage"}}, "'STEP'"),
+        ({"type": ["step"]}, "['step']"),
+        ({"data": {"tool": "stage"}}, "None"),
+        ("[1, 2]", "None"),
+        ('"step"', "None"),
+    ],
+)
+def test_a_message_of_no_known_type_is_refused_as_unknown_type_naming_it(plain, message, named):
+    """The reply OpenEnv's server gives: its code and message, no field errors (whatever the
+    parser says about the union's tag stays inside).
+    """
+    with ws(plain) as sock:
+        reply = ask(sock, message)
+        assert reply == {
+            "type": "error",
+            "data": {"message": f"Unknown message type: {named}", "code": "UNKNOWN_TYPE"},
+        }
+        assert state(sock)["step_count"] == 0  # the connection serves on
+
+
+def test_every_message_type_of_the_union_is_answered(plain):
+    """Each member of ``WSMessage`` (OpenEnv's incoming union) has its reply, ``close`` ends the
+    connection: a type added to the union and not to the server would fail here.
+    """
+    members = typing.get_args(typing.get_args(WSMessage)[0])
+    kinds = {m.model_fields["type"].annotation.__args__[0] for m in members}
+    assert kinds == {"reset", "step", "state", "close"}
+    with ws(plain) as sock:
+        assert reset(sock, env="release", seed=1)["type"] == "observation"
+        assert act(sock, "inspect")["type"] == "observation"
+        assert ask(sock, {"type": "state"})["type"] == "state"
+        sock.send('{"type": "close"}')
+        assert close_code(sock) == 1000
+    wait_until(lambda: len(plain.manager) == 0, "the closed connection's session is closed")
 
 
 @pytest.mark.parametrize(

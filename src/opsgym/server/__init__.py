@@ -1,7 +1,7 @@
 """``opsgym serve``: OpenEnv's wire protocol, REST sessions and the store over HTTP.
 
 Needs the ``server`` extra (FastAPI, Uvicorn). See :mod:`opsgym.server.app` for what is safe by
-default, :mod:`opsgym.server.openenv` for the protocol, :mod:`opsgym.server.api` for ``/api`` and
+default, :mod:`opsgym.server.openenv` for the protocol, :mod:`opsgym.server.routes` for ``/api`` and
 :mod:`opsgym.server.training` for training jobs (``/api/training``).
 """
 

@@ -29,8 +29,10 @@ from pydantic import ValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
-from opsgym.server import api, training, worlds
+from opsgym.server import routes, training, worlds
+from opsgym.server.errors import Conflict, Missing
 from opsgym.server.guard import Guard
+from opsgym.server.jobs import Jobs
 from opsgym.server.openenv import JSON, OpenEnvFace, errors
 from opsgym.server.policies import AgentRefusedError
 from opsgym.server.sessions import (
@@ -80,7 +82,7 @@ def _handlers(app: FastAPI) -> None:
         return detail(404, str(exc))
 
     @app.exception_handler(SessionNotFound)
-    @app.exception_handler(api.Missing)
+    @app.exception_handler(Missing)
     @app.exception_handler(NotFoundError)
     async def missing(request: Request, exc: Exception) -> JSON:
         return detail(404, str(exc))
@@ -91,7 +93,7 @@ def _handlers(app: FastAPI) -> None:
         return detail(403, str(exc))
 
     @app.exception_handler(SessionOver)
-    @app.exception_handler(api.Conflict)
+    @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Exception) -> JSON:
         return detail(409, str(exc))
 
@@ -121,7 +123,7 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
         writer,
         allow_overrides=settings.allow_overrides,
     )
-    jobs = api.Jobs(settings.db, settings.runs_dir)
+    jobs = Jobs(settings.db, settings.runs_dir)
     face = OpenEnvFace(manager, settings)
     supervisor = Supervisor(settings)
 
@@ -149,19 +151,15 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
         ),
         lifespan=lifespan,
     )
-    app.state.settings, app.state.manager, app.state.writer, app.state.jobs = (
-        settings,
-        manager,
-        writer,
-        jobs,
-    )
+    # What the routes ask for as dependencies (opsgym.server.routes.deps), and what tests read.
+    app.state.settings, app.state.manager, app.state.writer = settings, manager, writer
+    app.state.jobs, app.state.timelines, app.state.training = jobs, Timelines(), supervisor
     _handlers(app)
     app.include_router(face.router())
-    app.state.timelines = Timelines()
-    app.include_router(api.router(manager, settings, jobs, app.state.timelines))
+    for router in routes.routers(allow_overrides=settings.allow_overrides):
+        app.include_router(router)
     app.include_router(training.router(supervisor, settings))
     app.include_router(worlds.router(app.router.routes))
-    app.state.training = supervisor
     app.add_middleware(
         Guard,
         token=settings.token,

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from opsgym.server.api import Conflict
+from opsgym.server.errors import Conflict
 from opsgym.server.settings import ServerSettings
 from opsgym.store.errors import NotFoundError
 from opsgym.store.models import utcnow

@@ -54,7 +54,7 @@ from opsgym.agents.base import RUN_NAME, resolve_run
 from opsgym.core.errors import PolicyRefusedError, UnknownNameError
 from opsgym.server import artifacts
 from opsgym.server import responses as R
-from opsgym.server.api import Conflict
+from opsgym.server.errors import Conflict
 from opsgym.server.openenv import JSON
 from opsgym.server.supervisor import ACTIVE, Supervisor
 from opsgym.store.errors import NotFoundError
