@@ -29,13 +29,23 @@ def verified(live, name: str) -> dict:
 
 def test_a_verification_replays_every_stored_episode_and_shows_on_the_evaluation(serve, tmp_path):
     db = str(tmp_path / "store.sqlite")
-    evaluate("release", ["oracle", "naive"], episodes=3, db=db, name="checked")
+    published = evaluate("release", ["oracle", "naive"], episodes=3, db=db, name="checked")
     live = serve(db=db)
     assert live.client.get("/api/evaluations/checked").json()["verify"] is None
 
     check = verified(live, "checked")
     assert check["status"] == "done" and check["error"] is None
-    assert check["result"] == {"total": 6, "matched": 6, "exit_code": EXIT_MATCH, "problems": []}
+    root = verify("checked", db).root
+    assert root is not None and len(root) == 64
+    assert check["result"] == {
+        "total": 6,
+        "matched": 6,
+        "exit_code": EXIT_MATCH,
+        "problems": [],
+        "root": root,  # the root of the episodes as stored, and as sealed at the end
+        "sealed_root": root,
+    }
+    assert published.root == root  # what opsgym eval printed and results.json holds
     listed = {e["name"]: e for e in live.client.get("/api/evaluations").json()}
     assert listed["checked"]["verify"] == check
 

@@ -110,6 +110,8 @@ class Jobs:
                 "matched": found.matched,
                 "exit_code": found.exit_code,
                 "problems": found.problems,
+                "root": found.root,
+                "sealed_root": found.sealed_root,
             }
             check["status"] = "done"
         except Exception as exc:  # noqa: BLE001 -- a job's failure is its status, not the server's

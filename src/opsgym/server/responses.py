@@ -377,6 +377,12 @@ class Verification(Reply):
     matched: int
     exit_code: int = Field(description="As `opsgym eval --verify`: 0 when every episode matches.")
     problems: list[dict[str, Any]] = Field(description="The first difference of each mismatch.")
+    root: str | None = Field(
+        None, description="The root hash of the episodes as stored now (SHA-256, hex)."
+    )
+    sealed_root: str | None = Field(
+        None, description="The root sealed when the evaluation finished (none if never sealed)."
+    )
 
 
 class VerifyJob(Reply):

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -76,7 +77,7 @@ def _counted(text: bytes) -> int:
     return count_tokens(text.decode())
 
 
-def told(event: dict[str, Any]) -> dict[str, Any]:
+def told(event: Mapping[str, Any]) -> dict[str, Any]:
     """What the agent was told of one step: the call, the report and the reward it was paid.
 
     ``components`` is the reward paid on that step by component, as the step returned it

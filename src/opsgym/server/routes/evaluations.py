@@ -154,5 +154,5 @@ def _compare(
             f"outcome must be safe, accepted or one of {s.name}'s outcomes "
             f"({', '.join(sorted(s.outcome_rewards))}); got {outcome!r}"
         )
-    paired = pair(*rows, criterion_of(outcome, s.safe_outcomes))
+    paired = pair(rows[0], rows[1], criterion_of(outcome, s.safe_outcomes))
     return {"a": sides[0], "b": sides[1], "criterion": outcome, **paired}

@@ -136,10 +136,12 @@ def session_record(session_id: str, manager: Manager, timelines: Replays) -> JSO
         )
     ep = session.episode
     record = ep.record()
+    verdict = ep.verdict
+    assert verdict is not None  # a done episode has been judged
     return JSON(
         {
             "truth_included": True,
-            "verdict": {**ep.verdict.to_dict(), "failed": ep.verdict.failed},
+            "verdict": {**verdict.to_dict(), "failed": verdict.failed},
             "record": record,
             "lies": lies_view(timelines.of(record)),
         }
