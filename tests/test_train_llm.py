@@ -493,4 +493,5 @@ def test_a_local_model_writes_256_tokens_a_turn_by_default_and_logs_each_turn(
         episode = play(opsgym.make(ENV, "mixed", 9), policy)
     assert episode.transcript[0]["settings"]["max_new_tokens"] == 256
     turns = [r.getMessage() for r in caplog.records if "turn" in r.getMessage()]
-    assert len(turns) == 2 and "seed 9, turn 1 of at most 2" in turns[0]
+    assert len(turns) == 2 and "release, turn 1 of at most 2" in turns[0]
+    assert not any("seed" in line for line in turns)  # the agent's side never knows it
