@@ -60,10 +60,24 @@ def test_every_registered_world_holds_its_exploit_bounds_at_the_hook_n(env):
     assert all(c.passed for cs in sections.values() for c in cs), _failures(sections)
 
 
+@pytest.mark.parametrize("env", ENVS)
+def test_the_seed_attacks_work_on_public_seeds_and_fail_on_sealed_ones(env):
+    """Issue 20: the lookup names public seeds from the first view and the twin then out-earns
+    the oracle; on sealed seeds the lookup names none and the twin earns the oracle's return.
+    Every store tamper is caught by verify."""
+    sections = audit_world(specs()[env], 6, parts=("attacks",))
+    lookup, twin = sections["seeds"]
+    assert lookup.values["public"] == 6 and lookup.values["sealed"] == 0
+    assert twin.values["public_gain"] > 0 and twin.passed
+    assert abs(twin.values["sealed_gain"]) < 1e-9
+    assert [c.name for c in sections["verify"]][:2] == ["untampered", "lies"]
+    assert all(c.passed for c in sections["verify"]), _failures(sections)
+
+
 def test_processes_change_nothing_but_the_wall_time():
     one, two = (run_audit(["oversight", "release"], episodes=2, jobs=j) for j in (1, 2))
     assert one.worlds == two.worlds
-    assert list(two.worlds["release"]) == ["leak", "exploits", "rewards"]
+    assert list(two.worlds["release"]) == ["leak", "exploits", "rewards", "seeds", "verify"]
 
 
 def test_the_audit_refuses_a_reward_timing_that_leaks():

@@ -66,8 +66,9 @@ def test_a_rerun_with_the_same_name_plays_nothing_and_gives_the_same_summary(tmp
 
 
 def test_workers_and_one_process_give_identical_results(tmp_path):
-    one = _small(tmp_path / "a.sqlite")
-    two = _small(tmp_path / "b.sqlite", workers=2)
+    # Two stores, so two evaluations: the public seeds make them the same episodes.
+    one = _small(tmp_path / "a.sqlite", seeds="public")
+    two = _small(tmp_path / "b.sqlite", workers=2, seeds="public")
     assert json.dumps(one.summary, sort_keys=True) == json.dumps(two.summary, sort_keys=True)
 
 
@@ -76,9 +77,9 @@ def test_ray_tasks_give_identical_results(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     import ray
 
-    one = _small(tmp_path / "a.sqlite")
+    one = _small(tmp_path / "a.sqlite", seeds="public")
     try:
-        on_ray = _small(tmp_path / "b.sqlite", ray="local")
+        on_ray = _small(tmp_path / "b.sqlite", ray="local", seeds="public")
     finally:
         ray.shutdown()
     assert json.dumps(one.summary, sort_keys=True) == json.dumps(on_ray.summary, sort_keys=True)
@@ -244,7 +245,7 @@ def test_an_evaluation_that_raises_or_is_stopped_is_marked_so_and_resumes(tmp_pa
     """Regression: an evaluation that failed stayed ``running`` in the store for ever."""
     db = tmp_path / "e.sqlite"
     with pytest.raises(type(exc)):
-        _small(db, progress=_stopping(5, exc))
+        _small(db, progress=_stopping(5, exc), seeds="public")
     with open_store(db) as store:
         stopped = store.evaluation("small")
     assert stopped["status"] == status
@@ -253,11 +254,11 @@ def test_an_evaluation_that_raises_or_is_stopped_is_marked_so_and_resumes(tmp_pa
     assert "same name ('small')" in stopped["aggregates"]["resume"]
     listed = runner.invoke(app, ["eval", "--list", "--db", str(db)])
     assert status in listed.output
-    resumed = _small(db)
+    resumed = _small(db, seeds="public")
     assert (resumed.played, resumed.stored) == (12 - 5, 12)
     with open_store(db) as store:
         assert store.evaluation("small")["status"] == "done"
-    assert resumed.summary == _small(tmp_path / "whole.sqlite").summary
+    assert resumed.summary == _small(tmp_path / "whole.sqlite", seeds="public").summary
 
 
 def test_an_evaluation_failing_before_it_plays_is_marked_failed(tmp_path, monkeypatch):
@@ -324,7 +325,13 @@ GOLDEN = Path(__file__).parent / "golden" / "eval_release_small.json"
 
 def _golden_summary(db) -> list[dict]:
     result = evaluate(
-        "release", ["oracle", "naive", "random"], episodes=12, trials=2, db=db, name="golden"
+        "release",
+        ["oracle", "naive", "random"],
+        episodes=12,
+        trials=2,
+        db=db,
+        name="golden",
+        seeds="public",
     )
     return json.loads(json.dumps(result.summary))
 

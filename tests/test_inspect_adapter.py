@@ -110,7 +110,7 @@ def test_each_world_is_a_registered_task_named_opsgym_slash_env():
     log = run(
         "opsgym/release",
         by_step([(c["tool"], c["args"]) for c in record["calls"]]),
-        task_args={"n": 1, "scenario": "nominal"},
+        task_args={"n": 1, "scenario": "nominal", "seeds": "public"},
     )
     assert log.eval.task == "opsgym/release"
     assert log.eval.task_args["n"] == 1
@@ -291,7 +291,9 @@ def test_the_transcript_is_the_same_whatever_a_hidden_fact_is(env, fact, script)
     seen = [
         transcript(
             run(
-                face.episode_task(env, n=1, max_steps=len(script), overrides={fact: value}),
+                face.episode_task(
+                    env, n=1, max_steps=len(script), overrides={fact: value}, seeds="public"
+                ),
                 by_step(script),
             )
         )
@@ -302,8 +304,13 @@ def test_the_transcript_is_the_same_whatever_a_hidden_fact_is(env, fact, script)
             assert a == b, f"{fact}={info['values'][0]!r} vs {value!r}: item {i} differs"
 
 
-def test_samples_are_the_seeds_of_their_split():
-    made = face.samples("oversight", "dev", 3, scenario="all")
+def test_samples_are_sealed_seeds_of_their_split_unless_asked_for_the_public_ones():
+    sealed = [face.samples("release", "test", 20) for _ in range(2)]
+    drawn = [[s.metadata["seed"] for s in made] for made in sealed]
+    assert all(seed % 10 == 9 and 10 * 2000 < seed < 2**53 for seed in drawn[0] + drawn[1])
+    assert len(set(drawn[0])) == 20 and drawn[0] != drawn[1]  # drawn afresh, never the table's
+    assert all("seed" not in str(m.content) for s in sealed[0] for m in s.input)
+    made = face.samples("oversight", "dev", 3, scenario="all", seeds="public")
     assert [s.metadata["seed"] for s in made] == [8, 18, 28]
     assert [s.id for s in made] == [f"{s.metadata['scenario']}-{s.metadata['seed']}" for s in made]
     assert {s.metadata["split"] for s in made} == {"dev"}

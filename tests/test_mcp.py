@@ -174,6 +174,25 @@ def test_a_call_says_what_it_paid_and_whether_it_ended_the_episode():
     assert verdict.structured_content["outcome"] == twin.verdict.outcome
 
 
+def test_a_drawn_seed_is_shown_only_after_the_end():
+    """Issue 20: a seed is the episode's hidden facts, so one the client did not choose is not
+    echoed at the start (nor in an observation); ``read_verdict`` names it after the end."""
+    face = OpsgymMCP(["release"])
+    started = face.call("start_episode", {"scenario": "mixed", "split": "test"})
+    episode_id = started.structured_content["episode_id"]
+    episode = face.episodes[episode_id]
+    assert episode.seed % 10 == 9 and "seed" not in started.structured_content
+    assert str(episode.seed) not in "".join(c.text for c in started.content)
+    observed = face.call("observe_episode", {"episode_id": episode_id})
+    assert str(episode.seed) not in observed.content[0].text
+    while not episode.done:
+        face.call("release_inspect", {"episode_id": episode_id})
+    verdict = face.call("read_verdict", {"episode_id": episode_id})
+    assert verdict.structured_content["seed"] == episode.seed
+    chosen = face.call("start_episode", {"seed": 19})
+    assert chosen.structured_content["seed"] == 19  # the client's own choice, echoed
+
+
 def test_a_rejected_call_is_a_tool_error_that_still_says_what_it_cost():
     face = OpsgymMCP(["release"])
     episode_id = face.call("start_episode", {"seed": 3}).structured_content["episode_id"]

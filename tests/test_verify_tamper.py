@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from opsgym.audit.tamper import TAMPERS, apply, named
 from opsgym.cli import app
 from opsgym.core.replay import replay
 from opsgym.evaluation import evaluate
@@ -21,6 +22,7 @@ from opsgym.evaluation.verify import (
     EXIT_MATCH,
     EXIT_SEAL,
     EXIT_VERDICT,
+    verify,
 )
 from opsgym.store import StoreError, open_store
 
@@ -32,11 +34,11 @@ TOTAL = 2 * SEEDS
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory) -> Path:
-    """A finished evaluation: oracle and approve_all on 10 mixed test seeds of oversight."""
+    """A finished evaluation: oracle and random on 10 mixed test seeds of oversight."""
     folder = tmp_path_factory.mktemp("honest")
     evaluate(
         "oversight",
-        ["oracle", "approve_all"],
+        ["oracle", "random"],
         episodes=SEEDS,
         db=folder / "e.sqlite",
         name=NAME,
@@ -69,7 +71,6 @@ def _published_root(honest: Path) -> str:
 
 
 FIRST = "(SELECT MIN(id) FROM episodes)"
-FIRST_APPROVE = "(SELECT MIN(id) FROM episodes WHERE policy = 'approve_all')"
 
 
 def test_an_untampered_evaluation_verifies_and_prints_its_published_root(honest, db):
@@ -83,135 +84,39 @@ def test_an_untampered_evaluation_verifies_and_prints_its_published_root(honest,
     assert checked.exit_code == EXIT_MATCH, checked.output
 
 
-@pytest.mark.parametrize(
-    "statements,code,named",
-    [
-        pytest.param(
-            [f"UPDATE episodes SET lies = json_set(lies, '$.told', 7) WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'lies'",
-            id="lies",
-        ),
-        pytest.param(
-            [f"UPDATE episodes SET downtime_cost = 1234.5 WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'downtime_cost'",
-            id="downtime_cost",
-        ),
-        pytest.param(
-            [f"UPDATE episodes SET tokens = tokens + 500 WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'tokens'",
-            id="tokens",
-        ),
-        pytest.param(
-            [f"UPDATE episodes SET steps = steps - 1 WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'steps'",
-            id="steps",
-        ),
-        pytest.param(
-            [f"UPDATE episodes SET family = 'forged' WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'family'",
-            id="family",
-        ),
-        pytest.param(
-            [f"UPDATE episodes SET split = 'dev' WHERE id = {FIRST}"],
-            EXIT_VERDICT,
-            "'split'",
-            id="split",
-        ),
-    ],
-)
-def test_an_edited_figure_beside_the_record_is_named(db, statements, code, named):
-    _sql(db, *statements)
-    got, out = _verify(db)
-    assert got == code, out
-    assert f"{TOTAL - 1}/{TOTAL} match" in out and named in out
+EXIT_OF = {
+    "verdict": EXIT_VERDICT,
+    "seal": EXIT_SEAL,
+    "aggregates": EXIT_AGGREGATES,
+    "event": EXIT_EVENT,
+}
+
+
+@pytest.mark.parametrize("tamper", TAMPERS, ids=lambda t: t.name)
+def test_each_tamper_exits_non_zero_naming_what_changed(db, tamper):
+    """The audit's list (:mod:`opsgym.audit.tamper`): a figure beside a record, labels, trials,
+    a deleted or an extra episode, aggregates, calls after the end, a call's tokens, the root,
+    the sealed seeds. Each exits with its kind's code and names what it edited."""
+    apply(db, tamper)
+    code, out = _verify(db)
+    assert code == EXIT_OF[tamper.kind], out
+    assert tamper.names in out
+    with open_store(db) as store:
+        assert named(verify(NAME, db).problems, tamper)
+        assert store.evaluation(NAME)["config"]["seeds"] == "sealed"
 
 
 def test_swapped_policy_labels_are_named_as_relabelled(db):
     _sql(
         db,
         "UPDATE episodes SET policy = 'swap' WHERE policy = 'oracle'",
-        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'approve_all'",
-        "UPDATE episodes SET policy = 'approve_all' WHERE policy = 'swap'",
+        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'random'",
+        "UPDATE episodes SET policy = 'random' WHERE policy = 'swap'",
     )
     code, out = _verify(db)
     assert code == EXIT_SEAL, out
     assert "relabelled: sealed as (oracle, mixed, seed" in out
-    assert "stored as (approve_all, mixed, seed" in out and "field 'policy'" in out
-
-
-def test_an_edited_trial_is_named_as_relabelled(db):
-    _sql(db, f"UPDATE episodes SET trial = 1 WHERE id = {FIRST}")
-    code, out = _verify(db)
-    assert code == EXIT_SEAL, out
-    assert "field 'trial'" in out and "trial 0), stored as" in out
-
-
-def test_edited_aggregates_are_named_with_their_path(db):
-    _sql(
-        db,
-        "UPDATE evaluations SET aggregates = json_set(aggregates, "
-        "'$.summary[0].pass_hat_k.1', 1.0)",
-    )
-    code, out = _verify(db)
-    assert code == EXIT_AGGREGATES, out
-    assert f"{TOTAL}/{TOTAL} match" in out and "'summary[0].pass_hat_k.1'" in out
-
-
-def test_a_deleted_episode_is_named_missing(db):
-    _sql(
-        db,
-        f"DELETE FROM events WHERE episode_id = {FIRST_APPROVE}",
-        f"DELETE FROM episodes WHERE id = {FIRST_APPROVE}",
-    )
-    code, out = _verify(db)
-    assert code == EXIT_SEAL, out
-    assert "missing episode (approve_all, mixed, seed" in out
-
-
-def test_an_extra_episode_is_named(db):
-    columns = (
-        "evaluation_id, env, scenario, family, seed, split, policy, outcome, accepted, "
-        'verdict, "return", rewards, steps, tokens, token_source, downtime_cost, lies, '
-        "reward_timing, header, root, record_hash, created_at, transcript"
-    )
-    _sql(
-        db,
-        f"INSERT INTO episodes (id, trial, {columns}) SELECT 1000, 1, {columns} "
-        f"FROM episodes WHERE id = {FIRST_APPROVE}",
-        "INSERT INTO events (episode_id, steps, truth_hidden) SELECT 1000, steps, "
-        f"truth_hidden FROM events WHERE episode_id = {FIRST_APPROVE}",
-    )
-    code, out = _verify(db)
-    assert code == EXIT_SEAL, out
-    assert "extra episode (approve_all, mixed, seed" in out and "trial 1)" in out
-
-
-def test_a_call_appended_after_the_end_is_a_difference(db):
-    _sql(
-        db,
-        "UPDATE events SET steps = json_insert(steps, '$[#]', json_set(json_extract(steps, "
-        "'$[#-1]'), '$.step', json_extract(steps, '$[#-1].step') + 1)), truth_hidden = "
-        "json_insert(truth_hidden, '$[#]', json_extract(truth_hidden, '$[#-1]')) "
-        f"WHERE episode_id = {FIRST}",
-    )
-    code, out = _verify(db)
-    assert code != EXIT_MATCH, out
-    assert f"{TOTAL - 1}/{TOTAL} match" in out and "field 'events'" in out
-
-
-def test_an_edited_token_count_of_a_call_is_a_difference(db):
-    _sql(
-        db,
-        f"UPDATE events SET steps = json_set(steps, '$[0].tokens', 900) WHERE episode_id = {FIRST}",
-    )
-    code, out = _verify(db)
-    assert code == EXIT_EVENT, out
-    assert f"{TOTAL - 1}/{TOTAL} match" in out and "field 'tokens'" in out
+    assert "stored as (random, mixed, seed" in out and "field 'policy'" in out
 
 
 def _record(db: Path) -> dict:
@@ -255,31 +160,24 @@ def test_a_rewritten_seal_shows_a_root_other_than_the_published_one(honest, db):
     assert "do not give the root published" in checked.output
 
 
-def test_an_edited_root_is_named(db):
-    _sql(db, "UPDATE evaluations SET root = 'f' || substr(root, 2)")
-    code, out = _verify(db)
-    assert code == EXIT_SEAL, out
-    assert "does not hash to the stored root" in out
-
-
 def test_swap_delete_and_resume_is_refused_and_verify_names_each_edit(db):
-    """The attack of issue 20: approve_all relabelled oracle, its unsafe episodes deleted, the
+    """The attack of issue 20: random relabelled oracle, its unsafe episodes deleted, the
     evaluation resumed to fill the gap. The resume refuses; verify names both edits.
     """
     _sql(
         db,
         "UPDATE episodes SET policy = 'swap' WHERE policy = 'oracle'",
-        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'approve_all'",
-        "UPDATE episodes SET policy = 'approve_all' WHERE policy = 'swap'",
+        "UPDATE episodes SET policy = 'oracle' WHERE policy = 'random'",
+        "UPDATE episodes SET policy = 'random' WHERE policy = 'swap'",
         "DELETE FROM events WHERE episode_id IN (SELECT id FROM episodes "
         "WHERE policy = 'oracle' AND outcome != 'safe_ship')",
         "DELETE FROM episodes WHERE policy = 'oracle' AND outcome != 'safe_ship'",
     )
     with pytest.raises(StoreError, match="no longer matches the seal"):
-        evaluate("oversight", ["oracle", "approve_all"], episodes=SEEDS, db=db, name=NAME)
+        evaluate("oversight", ["oracle", "random"], episodes=SEEDS, db=db, name=NAME)
     code, out = _verify(db)
     assert code == EXIT_SEAL, out
-    assert "relabelled" in out and "missing episode (approve_all" in out
+    assert "relabelled" in out and "missing episode (random" in out
 
 
 def test_an_unsealed_evaluation_fails_until_a_resume_seals_it(db):
@@ -289,7 +187,7 @@ def test_an_unsealed_evaluation_fails_until_a_resume_seals_it(db):
     _sql(db, "UPDATE evaluations SET root = NULL, manifest = NULL")
     code, out = _verify(db)
     assert code == EXIT_SEAL and "never sealed" in out, out
-    again = evaluate("oversight", ["oracle", "approve_all"], episodes=SEEDS, db=db, name=NAME)
+    again = evaluate("oversight", ["oracle", "random"], episodes=SEEDS, db=db, name=NAME)
     assert again.played == 0 and again.root is not None
     code, out = _verify(db)
     assert code == EXIT_MATCH and f"root {again.root}" in out, out

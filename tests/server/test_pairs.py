@@ -25,8 +25,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """
     db = str(tmp_path_factory.mktemp("pairs") / "store.sqlite")
     evaluate("release", ["oracle", "naive"], episodes=EPISODES, db=db, name="both")
-    evaluate("release", ["oracle"], episodes=EPISODES, db=db, name="oracle-only")
-    evaluate("release", ["naive"], episodes=EPISODES, db=db, name="naive-only")
+    # Sealed seeds are drawn per evaluation: the others play those of ``both``.
+    same = {"episodes": EPISODES, "db": db, "seeds_from": "both"}
+    evaluate("release", ["oracle"], name="oracle-only", **same)
+    evaluate("release", ["naive"], name="naive-only", **same)
     with running(db=db) as live:
         yield live
 

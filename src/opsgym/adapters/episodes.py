@@ -28,9 +28,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from opsgym.core.errors import UnknownNameError
 from opsgym.core.registry import spec
-from opsgym.core.request import EpisodeRequest
-from opsgym.core.scenarios import check_split, seeds
+from opsgym.core.request import EpisodeRequest, draw_seeds
+from opsgym.core.scenarios import check_split
+from opsgym.core.scenarios import seeds as split_seeds
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -86,8 +88,10 @@ def rows(
     scenario: str | Iterable[str] = "mixed",
     start: int = 0,
     config: Mapping[str, Any] | None = None,
+    seeds: str = "public",
 ) -> list[dict[str, Any]]:
-    """``n`` rows of ``env``: the first ``n`` seeds of ``split`` at or after ``start``.
+    """``n`` rows of ``env``: the first ``n`` seeds of ``split`` at or after ``start``, or ``n``
+    sealed ones.
 
     Args:
         env: Environment name.
@@ -97,13 +101,19 @@ def rows(
             (assigned to the seeds in turn), or ``"all"``: every named family of the split.
         start: The first seed considered.
         config: Public settings of every episode (see ``opsgym.make``).
+        seeds: ``public`` (the split's seeds in order from ``start``) or ``sealed``: ``n``
+            seeds drawn now from a space too large to tabulate (``start`` is then unused), for
+            an evaluation whose model must not know its episodes in advance.
     """
     check_split(split)
+    if seeds not in ("public", "sealed"):
+        raise UnknownNameError("seed mode", seeds, ("public", "sealed"))
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")
     names = _scenario_names(env, split, scenario)
     settings = config_json(config)
-    probe = seeds(split, 1, start)[0]  # the request's rules, once per scenario: seeds share a split
+    chosen = draw_seeds(split, n) if seeds == "sealed" else split_seeds(split, n, start)
+    probe = split_seeds(split, 1, start)[0]  # the request's rules, once per scenario
     for name in dict.fromkeys(names):
         EpisodeRequest(env, name, probe, split=split, config=config or {}).resolve()
     return [
@@ -114,7 +124,7 @@ def rows(
             "split": split,
             "config": settings,
         }
-        for i, seed in enumerate(seeds(split, n, start))
+        for i, seed in enumerate(chosen)
     ]
 
 

@@ -7,12 +7,17 @@ package name (the ``inspect_ai`` entry point): ``opsgym/release``, ``opsgym/flee
 | parameter | default | meaning |
 | --- | --- | --- |
 | ``split`` | ``test`` | the seeds the samples come from (``train``, ``dev``, ``test``) |
-| ``n`` | ``20`` | how many samples: the split's first ``n`` seeds at or after ``start`` |
+| ``n`` | ``20`` | how many samples (one seed each) |
+| ``seeds`` | ``sealed`` | ``sealed``: drawn when the task is made; ``public``: see ``start`` |
 | ``scenario`` | ``mixed`` | a scenario (``mixed``: the seed draws the family), or ``all`` |
-| ``start`` | ``0`` | the first seed considered |
+| ``start`` | ``0`` | public seeds: the split's first ``n`` at or after this one |
 | ``epochs`` | ``1`` | plays of each sample; above 1 the reducers are mean and pass^k |
 | ``max_steps`` | the world's | the episode's step budget |
 | ``config`` | none | the episode's public settings, e.g. ``-T config='{coordination: true}'`` |
+
+Sealed seeds are drawn from a space too large to tabulate, so a model cannot know its episodes in
+advance (a seed is an episode's hidden facts); the log keeps each one in its sample's metadata,
+which the model never sees, so the run replays. Public seeds are the same for everyone.
 
 One sample is one episode (see :mod:`opsgym.adapters.episodes` for the rows). The model meets it
 as the LLM agent does (:mod:`opsgym.agents.llm`), so that a model scores the same through either
@@ -95,9 +100,11 @@ def samples(
     scenario: str = "mixed",
     start: int = 0,
     config: dict[str, Any] | None = None,
+    seeds: str = "sealed",
 ) -> list[Sample]:
     """One sample per row of :func:`opsgym.adapters.episodes.rows`; its input is the first
-    prompt (tools travel natively, so the system message does not list them).
+    prompt (tools travel natively, so the system message does not list them). The model sees the
+    messages only: the seed stays in the sample's metadata and id, for the log and the replay.
     """
     return [
         Sample(
@@ -110,7 +117,7 @@ def samples(
             ),
             metadata=row,
         )
-        for row in rows(env, split, n, scenario=scenario, start=start, config=config)
+        for row in rows(env, split, n, scenario=scenario, start=start, config=config, seeds=seeds)
     ]
 
 
@@ -257,6 +264,7 @@ def episode_task(
     max_steps: int | None = None,
     config: dict[str, Any] | None = None,
     overrides: dict[str, Any] | None = None,
+    seeds: str = "sealed",
 ) -> Task:
     """The Inspect task over ``n`` seeds of ``split`` of ``env`` (see the module's table).
 
@@ -268,12 +276,12 @@ def episode_task(
     # Any: Inspect types a list of reducers as all names or all functions; this mixes them.
     reducers: list[Any] = ["mean"] + ([pass_k(epochs)] if epochs > 1 else [])
     return Task(
-        dataset=samples(env, split, n, scenario=scenario, start=start, config=config),
+        dataset=samples(env, split, n, scenario=scenario, start=start, config=config, seeds=seeds),
         solver=play(max_steps=max_steps, overrides=overrides),
         scorer=verdict(),
         cleanup=_forget,
         epochs=Epochs(epochs, reducers),
-        metadata={"environment": env, "split": split, "scenario": scenario},
+        metadata={"environment": env, "split": split, "scenario": scenario, "seeds": seeds},
     )
 
 
@@ -286,6 +294,7 @@ def _register(env: str) -> Callable[..., Task]:
         epochs: int = 1,
         max_steps: int | None = None,
         config: dict[str, Any] | None = None,
+        seeds: str = "sealed",
     ) -> Task:
         return episode_task(
             env,
@@ -296,6 +305,7 @@ def _register(env: str) -> Callable[..., Task]:
             epochs=epochs,
             max_steps=max_steps,
             config=config,
+            seeds=seeds,
         )
 
     define.__name__ = define.__qualname__ = env

@@ -5,9 +5,11 @@ the official SDK's v2 line). The server's ``POST /mcp`` (OpenEnv's plain JSON-RP
 ``tools/list`` and ``tools/call`` from this same face: one catalogue, one validation, one result
 shape. A client sees:
 
-``start_episode(env, scenario, seed, config)``
+``start_episode(env, scenario, seed, split, config)``
     Starts an episode; returns its id and the first observation (the prompt
-    :func:`~opsgym.adapters.toolcalls.render_text` renders).
+    :func:`~opsgym.adapters.toolcalls.render_text` renders). Without a seed, one is drawn within
+    the split (``train`` by default) and shown only by ``read_verdict``, after the end: a seed is
+    the episode's hidden facts.
 every world tool, ``<env>_<tool>(episode_id, ...)``, e.g. ``release_deploy``
     Its own arguments (the JSON schema generated from its pydantic model) plus an explicit
     ``episode_id``. The text is :func:`~opsgym.adapters.toolcalls.result_text`: what the tool
@@ -54,7 +56,7 @@ import secrets
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as types
@@ -68,7 +70,8 @@ from opsgym.adapters.toolcalls import render_text, result_text
 from opsgym.core import VERSION
 from opsgym.core.episode import Episode, jsonable
 from opsgym.core.errors import EpisodeDoneError, OpsgymError, UnknownNameError
-from opsgym.core.registry import make, spec, specs
+from opsgym.core.registry import spec, specs
+from opsgym.core.request import EpisodeRequest
 from opsgym.core.tools import Args, Tool
 
 MAX_EPISODES = 1024
@@ -98,7 +101,17 @@ class StartArgs(Args):
         None,
         description="Fault family ('mixed' hides which was drawn); the world's first if omitted.",
     )
-    seed: int = Field(0, ge=0, description="Seeds everything random in the episode.")
+    seed: int | None = Field(
+        None,
+        ge=0,
+        le=2**63 - 1,
+        description="Seeds everything random in the episode; omitted: drawn within the split "
+        "and shown only once the episode is over (read_verdict).",
+    )
+    split: Literal["train", "dev", "test"] | None = Field(
+        None,
+        description="Split of the seed: checked if a seed is given, drawn from if not (train).",
+    )
     config: dict[str, Any] = Field(
         default_factory=dict, description="Public settings of the episode (see each world)."
     )
@@ -284,25 +297,27 @@ class OpsgymMCP:
         if parsed.env not in self.envs:
             raise _Refusal(str(UnknownNameError("environment", parsed.env, self.envs)))
         try:
-            episode = make(
+            episode = EpisodeRequest(
                 parsed.env,
                 parsed.scenario,
                 parsed.seed,
+                split=parsed.split,
                 config=parsed.config,
-                overrides=getattr(parsed, "overrides", None),
-            )
+                overrides=getattr(parsed, "overrides", None) or {},
+            ).start()
         except (OpsgymError, ValueError, TypeError) as exc:
             raise _Refusal(f"cannot start the episode: {exc}") from None
         episode_id = f"{parsed.env}-{secrets.token_hex(6)}"
         self.episodes[episode_id] = episode
         while len(self.episodes) > self.max_episodes:
             self.episodes.popitem(last=False)
-        header = {
+        header: dict[str, Any] = {
             "episode_id": episode_id,
             "env": parsed.env,
             "scenario": episode.scenario.name,
-            "seed": parsed.seed,
         }
+        if parsed.seed is not None:  # a drawn seed is shown only after the end (read_verdict)
+            header["seed"] = parsed.seed
         return _text(_dumps(header), render_text(episode), structured=header)
 
     def observe(self, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -327,7 +342,12 @@ class OpsgymMCP:
                 "verdict is read after the end (a terminal tool, the deadline or the step budget)."
             )
         verdict = episode.verdict.to_dict()
-        verdict.update(episode_id=episode_id, failed=episode.verdict.failed, steps=episode.steps)
+        verdict.update(
+            episode_id=episode_id,
+            failed=episode.verdict.failed,
+            steps=episode.steps,
+            seed=episode.seed,
+        )
         verdict = jsonable(verdict)
         return _text(_dumps(verdict), structured=verdict)
 

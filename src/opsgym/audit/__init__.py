@@ -8,7 +8,12 @@ Three sections per world, each a list of checks with the bound it must meet:
 * **exploits** (:mod:`~opsgym.audit.exploits`): the world's exploit suite, played on test-split
   seeds beside its oracle and the random policy, stays under its bounds;
 * **rewards** (:mod:`~opsgym.audit.rewards`): one seed gives one return, the oracle out-earns
-  every exploit and the random policy, and the world's own reward checks hold.
+  every exploit and the random policy, and the world's own reward checks hold;
+* **seeds** (:mod:`~opsgym.audit.twins`): on sealed seeds, a first-view lookup built over the
+  public seeds names no episode, and a policy that plays twins of the episode it found earns no
+  more than the oracle (both are measured on the public seeds too, where they work);
+* **verify** (:mod:`~opsgym.audit.tamper`): every store tamper of a small evaluation makes
+  ``opsgym eval --verify`` exit non-zero, naming what changed.
 
 ```python
 from opsgym.audit import run_audit
@@ -28,13 +33,15 @@ from opsgym.audit.exploits import Suite
 from opsgym.audit.leak import leak_test
 from opsgym.audit.report import SECTIONS, AuditReport, Check
 from opsgym.audit.rewards import reward_checks
+from opsgym.audit.tamper import tamper_checks
+from opsgym.audit.twins import seed_checks
 from opsgym.core.registry import spec as spec_of
 from opsgym.core.registry import specs
 from opsgym.core.rewards import LeakingConfigError, check_reward_timing
 from opsgym.core.scenarios import check_split, seeds
 from opsgym.core.spec import EnvSpec
 
-PARTS = ("play", "leak")
+PARTS = ("play", "leak", "attacks")
 """The independent parts of a world's audit (the longest first, for parallel runs)."""
 
 LEAK_STEPS = 60
@@ -110,7 +117,7 @@ def audit_world(
     """The sections of one world's audit, on seeds of ``split``.
 
     ``parts``: ``"play"`` (the exploit suite, then the reward audit that reads its returns),
-    ``"leak"`` (the leak test).
+    ``"leak"`` (the leak test), ``"attacks"`` (the seed attacks and the store tampers).
     """
     found = {}
     if "play" in parts:
@@ -119,6 +126,9 @@ def audit_world(
         found["rewards"] = reward_checks(spec, suite, episodes)
     if "leak" in parts:
         found["leak"] = leak_checks(spec, seeds(split, leak_seeds(episodes)))
+    if "attacks" in parts:
+        found["seeds"] = seed_checks(spec, episodes, split)
+        found["verify"] = tamper_checks(spec)
     return {k: found[k] for k in SECTIONS if k in found}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SECTIONS = ("leak", "exploits", "rewards")
+SECTIONS = ("leak", "exploits", "rewards", "seeds", "verify")
 
 
 @dataclass(frozen=True)

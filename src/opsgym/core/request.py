@@ -41,8 +41,11 @@ from opsgym.core.scenarios import Scenario, check_seed, check_split, seed_in_spl
 if TYPE_CHECKING:
     from opsgym.core.spec import EnvSpec
 
-SEED_INDEX_SPACE = 2**27
-"""A drawn seed is ``10 * index`` plus a residue of its split, with ``index`` below this."""
+SEED_INDEX_SPACE = 2**49
+"""A drawn seed is ``10 * index`` plus a residue of its split, with ``index`` below this: about
+5.6e14 seeds in each residue, so that nobody can tabulate the episodes drawn (a first-view lookup
+over them would take centuries of resets), and every seed below 2**53, so that it survives a
+round trip through JavaScript's numbers (the workbench) and JSON readers that use doubles."""
 
 
 class SplitError(OpsgymError, ValueError):
@@ -58,8 +61,20 @@ def draw_seed(split: str, rng: np.random.Generator | None = None) -> int:
     never a global generator).
     """
     if rng is None:
-        rng = np.random.default_rng(secrets.randbits(64))
+        rng = np.random.default_rng(secrets.randbits(128))
     return seed_in_split(split, int(rng.integers(SEED_INDEX_SPACE)), rng)
+
+
+def draw_seeds(split: str, n: int, rng: np.random.Generator | None = None) -> list[int]:
+    """``n`` distinct seeds of ``split``, drawn as :func:`draw_seed` draws one: an evaluation's
+    sealed seeds (unknown before the run, too many to tabulate, stored with its episodes).
+    """
+    if rng is None:
+        rng = np.random.default_rng(secrets.randbits(128))
+    out: dict[int, None] = {}
+    while len(out) < n:
+        out[draw_seed(split, rng)] = None
+    return list(out)
 
 
 def held_out_refusal(env: str, scenario: Scenario) -> HeldOutFamilyError:

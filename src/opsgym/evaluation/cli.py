@@ -106,6 +106,22 @@ def eval_command(
     ] = None,
     split: Annotated[str, typer.Option(help="Seed split: train, dev or test.")] = "test",
     episodes: Annotated[int, typer.Option(help="Seeds per policy and scenario.")] = 200,
+    seeds: Annotated[
+        str,
+        typer.Option(
+            help="sealed: seeds drawn at the start from a space too large to tabulate, "
+            "stored (the default); public: the split's first seeds, the same for everyone "
+            "(tables say so).",
+        ),
+    ] = "sealed",
+    seeds_from: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds-from",
+            help="Play the sealed seeds of this stored evaluation, to compare policies "
+            "evaluated apart on the same episodes.",
+        ),
+    ] = None,
     trials: Annotated[int, typer.Option(help="Runs per seed, for pass^k.")] = 1,
     workers: Annotated[int, typer.Option(help="Local worker processes (this one among them).")] = 1,
     ray: Annotated[
@@ -158,7 +174,13 @@ def eval_command(
         # Bad input fails here, in one line, before a progress bar or a store is opened.
         check(
             EvalConfig(
-                env, tuple(policy or ()), tuple(scenario or ["mixed"]), split, episodes, trials
+                env,
+                tuple(policy or ()),
+                tuple(scenario or ["mixed"]),
+                split,
+                episodes,
+                trials,
+                seeds=seeds,
             )
         )
         open_store(db).close()
@@ -187,6 +209,8 @@ def eval_command(
                 name=name,
                 out=out,
                 progress=beat.progress,
+                seeds=seeds,
+                seeds_from=seeds_from,
             )
     except OpsgymError as exc:
         fail(str(exc))

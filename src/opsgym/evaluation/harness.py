@@ -24,6 +24,7 @@ from opsgym.evaluation.runner import (
     lies_of,
     request,
     tasks,
+    with_seeds,
 )
 from opsgym.evaluation.summary import summarise
 
@@ -64,16 +65,14 @@ class EvaluationResult:
 
 
 def default_name(cfg: EvalConfig) -> str:
-    """``{env}__{policies}__{scenarios}__{split}__{episodes}x{trials}``."""
-    return "__".join(
-        [
-            cfg.env,
-            "+".join(cfg.policies),
-            "+".join(cfg.scenarios),
-            cfg.split,
-            f"{cfg.episodes}x{cfg.trials}",
-        ]
-    ).replace("/", "_")
+    """``{env}__{policies}__{scenarios}__{split}__{episodes}x{trials}``, ending ``__public`` on
+    the public seeds (so a run on each kind of seeds resumes its own kind).
+    """
+    parts = [cfg.env, "+".join(cfg.policies), "+".join(cfg.scenarios), cfg.split]
+    parts.append(f"{cfg.episodes}x{cfg.trials}")
+    if cfg.seeds == "public":
+        parts.append("public")
+    return "__".join(parts).replace("/", "_")
 
 
 def _abandon(store: Any, writer: Writer, name: str, exc: BaseException) -> None:
@@ -116,6 +115,8 @@ def evaluate(
     out: str | Path | None = None,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
     runs_dir: str | Path | None = None,
+    seeds: str = "sealed",
+    seeds_from: str | None = None,
 ) -> EvaluationResult:
     """Evaluate ``policies`` on ``env`` and store every episode.
 
@@ -138,8 +139,14 @@ def evaluate(
         out: Write ``results.json``, ``episodes.csv``, ``report.md`` and charts here.
         progress: Wraps the stream of finished episodes (a progress bar).
         runs_dir: Where ``ppo:runs:NAME`` and ``hf:runs:NAME`` policies are found (``runs``).
+        seeds: ``sealed`` (the default): seeds drawn when the evaluation is created, too many
+            to tabulate, kept with it (a resume plays the same ones); ``public``: the split's
+            first ``episodes`` seeds, the same for everyone (see :mod:`opsgym.evaluation.runner`).
+        seeds_from: Play the sealed seeds of this stored evaluation (its first ``episodes``),
+            so that policies evaluated apart are compared on the same episodes.
     """
     from opsgym.store import open_store
+    from opsgym.store.errors import NotFoundError
 
     cfg = check(
         EvalConfig(
@@ -152,10 +159,19 @@ def evaluate(
             dict(config or {}),
             max_steps,
             None if runs_dir is None else str(runs_dir),
+            seeds,
         )
     )
     name = name or default_name(cfg)
     with heap_frozen(), open_store(db) as store:
+        try:
+            stored: dict[str, Any] | None = store.evaluation(name)["config"]
+        except NotFoundError:
+            stored = None
+        source = None
+        if seeds_from is not None:
+            source = (seeds_from, store.evaluation(seeds_from)["config"])
+        cfg = with_seeds(cfg, stored, source)  # a resumed evaluation plays the seeds it drew
         store.start_evaluation(name, cfg.to_dict())  # creates it, or resumes it
         played = 0
         writer = Writer(store)
@@ -209,7 +225,7 @@ def evaluate_in_process(
 
     world = spec(env)
     label = str(getattr(policy, "name", "policy"))
-    cfg = EvalConfig(env, (label,), tuple(scenarios), split, episodes)
+    cfg = EvalConfig(env, (label,), tuple(scenarios), split, episodes, seeds="public")
     rows: list[dict[str, Any]] = []
     scores: dict[str, list[bool | None]] = {}
     for scenario in cfg.scenarios:

@@ -25,6 +25,18 @@ PASS_K_NOTE = (
 )
 
 
+SEED_LABELS = {
+    "sealed": "sealed seeds (drawn at the start, stored)",
+    "public": "PUBLIC seeds (the split's first: a policy can tabulate them)",
+}
+
+
+def seeds_label(config: Any) -> str:
+    """What every table says about where the evaluation's seeds came from."""
+    mode = getattr(config, "seeds", None) or "public"
+    return SEED_LABELS.get(mode, mode)
+
+
 def _pct(est: Mapping[str, Any]) -> str:
     if est["value"] is None:
         return "–"
@@ -101,7 +113,7 @@ def table(result: EvaluationResult) -> Table:
     """Outcomes: one row per policy x scenario, one column per outcome (rate, 95% Wilson)."""
     names = outcome_names(result.summary)
     k = str(result.config.trials)
-    t = Table(title=f"{result.name}: outcomes (95% Wilson intervals)")
+    t = Table(title=f"{result.name}: outcomes (95% Wilson intervals), {seeds_label(result.config)}")
     for col in ["policy", "scenario", "n", *names, f"pass^{k}"]:
         t.add_column(col, justify="left" if col in ("policy", "scenario") else "right")
     for e in result.summary:
@@ -117,7 +129,7 @@ def table(result: EvaluationResult) -> Table:
 
 def costs_table(result: EvaluationResult) -> Table:
     """Returns and costs: mean return (bootstrap interval), steps, tokens, downtime, lies."""
-    t = Table(title="returns and costs (means per episode)")
+    t = Table(title=f"returns and costs (means per episode), {seeds_label(result.config)}")
     for col in [
         "policy",
         "scenario",
@@ -192,8 +204,9 @@ def _markdown(result: EvaluationResult, charts: list[str]) -> str:
         f"# Evaluation `{result.name}`",
         "",
         f"env `{result.config.env}`, scenarios {', '.join(result.config.scenarios)}, split "
-        f"`{result.config.split}`, {result.config.episodes} seeds x {result.config.trials} "
-        "trial(s). Rates carry 95% Wilson intervals; mean returns a 95% bootstrap interval.",
+        f"`{result.config.split}`, {result.config.episodes} {seeds_label(result.config)} x "
+        f"{result.config.trials} trial(s). Rates carry 95% Wilson intervals; mean returns a "
+        "95% bootstrap interval.",
         "",
         f"Sealed: root `{result.root}` over {result.stored} episodes. "
         f"`opsgym eval --verify {result.name}` replays every one and recomputes this root.",

@@ -9,6 +9,16 @@ processes or as Ray tasks.
 Evaluations are honest by construction: they default to the ``mixed`` scenario (the family is
 hidden), refuse ``reward_timing="dense"`` (it pays hidden facts through the reward) and refuse
 ``overrides`` (forced hidden facts are for tests, not for numbers).
+
+**Seeds are sealed by default.** A seed is the episode's hidden facts: whoever knows it can play
+a twin of the episode and keep the best calls, and the first observation of a public seed often
+names it (a lookup table over the split's first seeds). So an evaluation draws its seeds when it
+is created (``seeds="sealed"``): :data:`~opsgym.core.request.SEED_INDEX_SPACE` seeds of the split's
+residue class, from the operating system's randomness, unknown before the run and too many to
+tabulate. They are kept in the evaluation's config (``drawn``), so a resume plays the same ones
+and the stored evaluation replays, verifies and regenerates its tables as before. The fixed public
+sequence (the split's first seeds, the same for everyone) stays on request (``seeds="public"``),
+and every table says which it was.
 """
 
 from __future__ import annotations
@@ -20,20 +30,23 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from opsgym.core.errors import OpsgymError, UnknownNameError
 from opsgym.core.registry import spec
-from opsgym.core.request import EpisodeRequest
+from opsgym.core.request import EpisodeRequest, draw_seeds
 from opsgym.core.rewards import LeakingConfigError
-from opsgym.core.scenarios import check_split, seeds
+from opsgym.core.scenarios import check_seed, check_split, seeds, split_of
 
 if TYPE_CHECKING:
     from opsgym.core.episode import Episode
     from opsgym.store.records import Prepared
 
 DEFAULT_SCENARIO = "mixed"
+SEED_MODES = ("sealed", "public")
+"""Where an evaluation's seeds come from: drawn when it is created and kept (``sealed``), or the
+split's first seeds, the same for everyone (``public``)."""
 CHUNK = 16
 """Episodes a worker plays and then writes in one transaction."""
 
@@ -58,6 +71,10 @@ class EvalConfig:
         max_steps: Step budget (``None``: the environment's).
         runs_dir: Where ``KIND:runs:NAME`` policies are found (``None``: ``runs``). Not part of
             what is evaluated: the stored name is ``KIND:runs:NAME``.
+        seeds: ``sealed`` (drawn when the evaluation is created, see the module docstring) or
+            ``public`` (the split's first ``episodes`` seeds).
+        drawn: The sealed seeds, in order (``episodes`` of them), once drawn
+            (:func:`with_seeds`); empty for public seeds.
     """
 
     env: str
@@ -69,13 +86,68 @@ class EvalConfig:
     config: dict[str, Any] = field(default_factory=dict)
     max_steps: int | None = None
     runs_dir: str | None = field(default=None, compare=False)
+    seeds: str = "sealed"
+    drawn: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         data = asdict(self)
         del data["runs_dir"]
         data["policies"], data["scenarios"] = list(self.policies), list(self.scenarios)
+        data["drawn"] = list(self.drawn)
         return data
+
+    def episode_seeds(self) -> list[int]:
+        """The seeds every policy and scenario plays, in order."""
+        if self.seeds == "public":
+            return seeds(self.split, self.episodes)
+        if len(self.drawn) != self.episodes:
+            raise EvaluationError(
+                "the evaluation's sealed seeds are not drawn yet (see opsgym.evaluation.runner."
+                "with_seeds)"
+            )
+        return list(self.drawn)
+
+
+def seed_mode(config: dict[str, Any]) -> str:
+    """How the stored evaluation ``config`` drew its seeds (``public`` before seeds were sealed)."""
+    return str(config.get("seeds", "public"))
+
+
+def with_seeds(
+    cfg: EvalConfig,
+    stored: dict[str, Any] | None = None,
+    source: tuple[str, dict[str, Any]] | None = None,
+) -> EvalConfig:
+    """``cfg`` with its sealed seeds: those of ``stored`` (the config of the evaluation being
+    resumed, if it drew them), else the first ``episodes`` of ``source`` (``(name, config)`` of
+    another sealed evaluation, to compare policies on its seeds), else a fresh draw. Public
+    seeds need none: ``cfg`` as it is.
+
+    Raises:
+        EvaluationError: ``source`` is not a sealed evaluation of the same split with at least
+            ``episodes`` seeds.
+    """
+    if cfg.seeds != "sealed" or cfg.drawn:
+        return cfg
+    if stored is not None and seed_mode(stored) == "sealed":
+        drawn = tuple(int(s) for s in stored.get("drawn", ()))
+        if len(drawn) == cfg.episodes:
+            return replace(cfg, drawn=drawn)
+    if source is not None:
+        name, other = source
+        drawn = tuple(int(s) for s in other.get("drawn", ()))
+        if seed_mode(other) != "sealed" or other.get("split") != cfg.split:
+            raise EvaluationError(
+                f"evaluation {name!r} has no sealed seeds of the {cfg.split!r} split to share "
+                f"(seeds {seed_mode(other)!r}, split {other.get('split')!r})"
+            )
+        if len(drawn) < cfg.episodes:
+            raise EvaluationError(
+                f"evaluation {name!r} drew {len(drawn)} seeds; {cfg.episodes} were asked for"
+            )
+        return replace(cfg, drawn=drawn[: cfg.episodes])
+    return replace(cfg, drawn=tuple(draw_seeds(cfg.split, cfg.episodes)))
 
 
 @dataclass(frozen=True, order=True)
@@ -110,6 +182,18 @@ def check(cfg: EvalConfig) -> EvalConfig:
             "Evaluations run with reward_timing='end' and no overrides: "
             f"config has {sorted(set(cfg.config) & {'reward_timing', 'overrides'})}."
         )
+    if cfg.seeds not in SEED_MODES:
+        raise UnknownNameError("seed mode", cfg.seeds, SEED_MODES)
+    if cfg.drawn:
+        drawn = list(cfg.drawn)
+        if cfg.seeds != "sealed" or len(drawn) != cfg.episodes or len(set(drawn)) != len(drawn):
+            raise EvaluationError(
+                f"drawn seeds are for sealed evaluations, {cfg.episodes} distinct ones; got "
+                f"{len(drawn)} ({len(set(drawn))} distinct) with seeds={cfg.seeds!r}"
+            )
+        wrong = [s for s in drawn if split_of(check_seed(s)) != cfg.split]
+        if wrong:
+            raise EvaluationError(f"drawn seed {wrong[0]} is not in the {cfg.split!r} split")
     probe = seeds(cfg.split, 1)[0]  # every rule of the request, once per scenario
     for name in cfg.scenarios:
         request(cfg, name, probe).resolve(evaluation=True)
@@ -133,10 +217,11 @@ def tasks(cfg: EvalConfig) -> list[Task]:
     from opsgym.agents import is_deterministic
 
     out = []
+    episode_seeds = cfg.episode_seeds()
     for policy in cfg.policies:
         trials = 1 if is_deterministic(cfg.env, policy, runs_dir=cfg.runs_dir) else cfg.trials
         for scenario in cfg.scenarios:
-            for seed in seeds(cfg.split, cfg.episodes):
+            for seed in episode_seeds:
                 out.extend(Task(policy, scenario, seed, t) for t in range(trials))
     return out
 

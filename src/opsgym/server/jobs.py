@@ -41,6 +41,7 @@ class Jobs:
                 dict(body.config),
                 None,
                 self.runs_dir,
+                body.seeds,
             )
         )
         name = body.name or default_name(cfg)
@@ -51,10 +52,10 @@ class Jobs:
             job = {"name": name, "status": "queued", "done": 0, "total": None, "error": None}
             job["started_at"] = time.time()
             self.jobs[name] = job
-        self.pool.submit(self._run, job, cfg)
+        self.pool.submit(self._run, job, cfg, body.seeds_from)
         return dict(job)
 
-    def _run(self, job: dict[str, Any], cfg: Any) -> None:
+    def _run(self, job: dict[str, Any], cfg: Any, seeds_from: str | None = None) -> None:
         from opsgym.evaluation.harness import evaluate
 
         def progress(stream: Any, total: int) -> Any:
@@ -76,6 +77,8 @@ class Jobs:
                 name=job["name"],
                 progress=progress,
                 runs_dir=cfg.runs_dir,
+                seeds=cfg.seeds,
+                seeds_from=seeds_from,
             )
             job["status"] = "done"
         except Exception as exc:  # noqa: BLE001 -- a job's failure is its status, not the server's

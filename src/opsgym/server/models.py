@@ -173,6 +173,17 @@ class EvaluationStart(Strict):
     split: Literal["train", "dev", "test"] = "test"
     episodes: int = Field(20, ge=1, le=10_000)
     trials: int = Field(1, ge=1, le=16)
+    seeds: Literal["sealed", "public"] = Field(
+        "sealed",
+        description="sealed: drawn when the evaluation is created, too many to tabulate, "
+        "stored; public: the split's first seeds (the same for everyone).",
+    )
+    seeds_from: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Play the sealed seeds of this stored evaluation (to compare policies).",
+    )
     config: dict[str, Any] = Field(default_factory=dict)
     name: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[\w.+:@-]+$")
 
