@@ -176,7 +176,9 @@ def audit(
         int, typer.Option(min=1, help="Worlds audited at once, one process each.")
     ] = min(3, os.cpu_count() or 1),
 ) -> None:
-    """Run each world's leak test, exploit suite and reward audit; exit 1 if a bound fails."""
+    """Run each world's leak test, exploit suite, reward audit, seed attacks and store tampers;
+    exit 1 if a bound fails.
+    """
     from opsgym.audit import run_audit
 
     try:
