@@ -289,6 +289,23 @@ def test_arguments_nested_thousands_deep_are_a_rejected_step_not_an_exception(en
     assert opsgym.replay(record).match
 
 
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+
+def test_a_python_caller_s_deep_key_or_broken_repr_is_a_rejected_step_not_an_exception():
+    """Regression: a dict key nested 5,000 deep (``str`` of it recurses) or a value whose
+    ``repr`` raises escaped ``Episode.step``, which promises never to raise on bad input."""
+    key: tuple = ()
+    for _ in range(5000):
+        key = (key,)
+    ep = opsgym.make("release", None, 1)
+    for args in ({key: 1}, {"target": _Unprintable()}, {_Unprintable(): 1}):
+        assert ep.step("inspect", args).rejected
+    assert ep.steps == 3 and opsgym.replay(json.loads(json.dumps(ep.record()))).match
+
+
 def test_replay_labels_records_a_leaderboard_must_refuse_and_still_replays_them():
     """A record made with forced facts, dense timing or a held-out family on a train seed (made
     directly, as before the episode request refused it) replays, and says so (issue 20.6)."""

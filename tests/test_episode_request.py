@@ -15,7 +15,13 @@ import pytest
 import opsgym
 from opsgym.core.errors import HeldOutFamilyError, InvalidSeedError, UnknownNameError
 from opsgym.core.registry import spec
-from opsgym.core.request import EpisodeRequest, OverrideError, SplitError, held_out_refusal
+from opsgym.core.request import (
+    EpisodeRequest,
+    NestingError,
+    OverrideError,
+    SplitError,
+    held_out_refusal,
+)
 from opsgym.core.rewards import LeakingConfigError
 
 HELD_OUT = {
@@ -68,6 +74,37 @@ def test_the_gym_face_refuses_it_at_make_and_at_reset():
         gym.make("opsgym/Release-v4", scenario="mixed", overrides={"family": HELD_OUT["release"]})
     test = gym.make("opsgym/Release-v4", scenario=HELD_OUT["release"], split="test")
     assert test.reset(seed=0)[1]["scenario"] == HELD_OUT["release"]
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("overrides", {"scenario": "mixed", "overrides": {"v2_broken": _nested(5000)}}),
+        ("overrides", {"scenario": "mixed", "overrides": {"family": _nested(5000)}}),
+        ("config", {"config": {"level": _nested(5000)}}),
+        ("seed", {"seed": _nested(5000)}),
+        ("scenario", {"scenario": _nested(5000)}),
+    ],
+)
+def test_a_field_nested_thousands_deep_is_refused_naming_it_on_every_face(field, kwargs):
+    """Regression: a value nested 5,000 deep in the overrides, the config, the seed or the
+    scenario raised RecursionError (the refusal's message quoted it with ``repr``)."""
+    with pytest.raises(NestingError, match=f"^{field}: nested deeper than 32 levels"):
+        EpisodeRequest("release", **kwargs).resolve()
+    if field != "seed":  # make() checks the seed itself first
+        request = dict(kwargs)
+        with pytest.raises(NestingError, match=f"^{field}: nested deeper than 32 levels"):
+            opsgym.make("release", request.pop("scenario", None), 0, **request)
+    if field in ("overrides", "config"):
+        with pytest.raises(NestingError, match=f"^{field}: nested deeper"):
+            gym.make("opsgym/Release-v4", scenario="mixed", **{field: kwargs[field]})
 
 
 def test_the_row_builders_and_trl_refuse_it():

@@ -563,6 +563,32 @@ def test_opsgym_run_and_eval_drive_the_model(endpoint, tmp_path, monkeypatch):
         assert stored["transcript"][0]["agent"] == f"llm:{MODEL}"
 
 
+def test_a_reply_of_nested_brackets_is_a_rejected_call_in_eval(endpoint, tmp_path, monkeypatch):
+    """Regression (issue 20, item 6): a model's reply of 600 balanced brackets (1,200
+    characters, which Python decodes) aborted `opsgym eval --policy llm:M` with RecursionError
+    when the next prompt showed the call; arguments nested 600 deep in a native call too."""
+    deep = "[" * 600 + "]" * 600
+    native = {"id": "c1", "type": "function", "function": {"name": "inspect"}}
+    native["function"]["arguments"] = '{"target": ' + deep + "}"
+    endpoint.say({"message": {"content": deep}}, {"message": {"tool_calls": [native]}})
+    monkeypatch.setenv(ENV_BASE_URL, endpoint.url)
+    db = tmp_path / "eval.db"
+    command = ["eval", "--env", "release", "--policy", f"llm:{MODEL}", "--episodes", "1"]
+    result = CliRunner().invoke(app, [*command, "--db", str(db), "--name", "deep"])
+    assert result.exit_code == 0, result.output
+    from opsgym.store import open_store
+
+    with open_store(str(db)) as store:
+        record = store.episode_record(store.episodes(evaluation="deep")[0]["id"])
+    first, second = record["events"][:2]
+    assert first["tool"] is None and "nested deeper than 64 levels" in first["rejected"]
+    assert second["rejected"] == "arguments of 'inspect' must be an object, got str"
+    said = [t for t in record["transcript"] if t["kind"] == "turn"][1]["parsed"][0]
+    assert said["error"] == "arguments nested deeper than 32 levels"
+    assert said["arguments"] == native["function"]["arguments"][:200]  # an excerpt, not the value
+    assert opsgym.replay(record).match
+
+
 @pytest.mark.parametrize("env", sorted(opsgym.specs()))
 def test_the_offline_planner_speaks_through_the_same_path_and_says_what_it_is(env):
     planned = play(opsgym.make(env, "mixed", 5), get_policy(env, "planner:oracle"))

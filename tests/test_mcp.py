@@ -202,6 +202,35 @@ def test_a_rejected_call_is_a_tool_error_that_still_says_what_it_cost():
     assert reply.structured_content["reward"] < 0 and reply.structured_content["done"] is False
 
 
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_arguments_nested_thousands_deep_are_a_tool_error_never_an_exception():
+    """Regression (issue 20, item 6): a value nested 5,000 deep raised RecursionError out of
+    the face (pydantic's message quotes it with repr); behind ``/mcp`` at 1,000 levels that was
+    a 500. Within 64 levels a world tool's arguments are the episode's to reject (recorded)."""
+    face = OpsgymMCP(["release"], allow_overrides=True)
+    episode_id = face.call("start_episode", {"seed": 3}).structured_content["episode_id"]
+    deep = _nested(5000)
+    for name, arguments in (
+        ("start_episode", {"scenario": deep}),
+        ("start_episode", {"scenario": "mixed", "overrides": {"v2_broken": deep}}),
+        ("observe_episode", {"episode_id": deep}),
+        ("release_inspect", {"episode_id": episode_id, "target": deep}),
+        ("read_verdict", {"episode_id": episode_id, "target": deep}),
+    ):
+        reply = face.call(name, arguments)
+        assert reply.is_error and "nested deeper than 64 levels" in reply.content[0].text
+    assert face.episodes[episode_id].steps == 0  # refused: nothing ran, nothing recorded
+    reply = face.call("release_inspect", {"episode_id": episode_id, "target": _nested(40)})
+    assert reply.structured_content["rejected"] == "arguments nested deeper than 32 levels"
+    assert face.episodes[episode_id].steps == 1
+
+
 # -- stdio: the command a client spawns --------------------------------------------------
 
 

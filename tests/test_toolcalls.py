@@ -425,21 +425,39 @@ def test_the_fast_inline_form_is_the_walked_one(value):
     assert render.inline(value) == render._walk(value)
 
 
+def _brackets(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _native(name: str, arguments: object) -> dict:
+    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
 @pytest.mark.parametrize(
     "reply",
     [
         "[" * 2000,
         '<tool_call>{"name": "inspect", "arguments": ' + "[" * 1500 + "]" * 1500 + "}</tool_call>",
         '{"name": "inspect", "arguments": "' + "[" * 3000 + '"}',
+        _brackets(600),  # 1,200 characters Python decodes, and the next prompt recursed into
+        "[" + _brackets(400) + "]",
+        '{"name": "inspect", "arguments": {"target": ' + _brackets(600) + "}}",
+        "<tool_call>" + '{"name": "inspect", "arguments": ' + _brackets(900) + "}</tool_call>",
+        {"tool_calls": [_native("inspect", '{"target": ' + _brackets(600) + "}")]},
+        {"tool_calls": [_native("inspect", {"target": json.loads(_brackets(600))})]},
     ],
 )
 def test_a_reply_of_nested_brackets_is_a_rejected_turn_not_a_crash(reply):
     """Regression (issue 20, item 6): a 2,000-character reply of brackets raised RecursionError
-    out of the parser and aborted `opsgym eval --policy llm:M`."""
+    out of the parser and aborted `opsgym eval --policy llm:M`; so did 600 balanced levels,
+    which decode, in the turn's account of the call and the next prompt. A value nested past
+    the limits stays an excerpt of its text; nothing after the parser walks it."""
     ep = opsgym.make("release", "nominal", 1)
     parsed = tc.parse_reply(reply)
-    tc.run_turn(ep, parsed, tc.count_tokens(reply))
+    assert parsed.calls and all("nested deeper than" in (c.error or "") for c in parsed.calls)
+    outcome = tc.run_turn(ep, parsed, tc.count_tokens(tc.reply_text(reply)))
     assert ep.steps >= 1 and all(e["rejected"] for e in ep.events)
+    assert render.state_text(ep.observe(), outcome.results)  # the next prompt is written
     assert opsgym.replay(json.loads(json.dumps(ep.record()))).match
 
 

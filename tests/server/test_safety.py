@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 from websockets.exceptions import InvalidStatus
 
+from opsgym.core.episode import MAX_DEPTH, MAX_MESSAGE_DEPTH
 from opsgym.server import ServerSettings
 from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, plain
     KNOWN,
@@ -388,20 +389,68 @@ def test_one_sessions_failures_never_touch_another(serve):
     assert c.get(f"/api/sessions/{bad}").json()["steps"] == solo.steps  # rejected, recorded
 
 
-@pytest.mark.parametrize("depth", [600, 2000])
-def test_deeply_nested_json_is_a_rejected_step_or_a_4xx_never_a_5xx(shared, depth):
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [40, 100, 1000, 2000])
+def test_deeply_nested_json_is_a_rejected_call_or_a_4xx_naming_the_nesting(shared, depth):
     """Regression (issue 20, item 6): 1 KB of nested brackets in a body was a 500 on the REST
-    step, /step and /mcp."""
-    sid = create(shared.client, env="release", seed=4)["id"]
-    inner = "[" * depth + "]" * depth
-    body = '{"tool": "inspect", "args": {"target": ' + inner + "}}"
+    step, /step and /mcp; 1,000 levels, which orjson reads, closed the WebSocket on a server
+    error and made /mcp's start_episode a 500 (Python's repr of the bad value recursed).
+
+    Arguments nested past 32 levels inside a shallow message are a rejected call (recorded,
+    nothing runs); a message past 64 levels is refused where it is read, naming the field or
+    the nesting.
+    """
+    c, inner = shared.client, _nested(depth)
+    as_call = depth + 3 <= MAX_MESSAGE_DEPTH  # {"tool", "args": {"target": ...}}: 3 levels more
+    cut = f"arguments nested deeper than {MAX_DEPTH} levels"
+    too_deep = ("nested deeper than 64 levels", "depth limit exceeded")
     json_type = {"content-type": "application/json"}
-    rest = shared.client.post(f"/api/sessions/{sid}/step", content=body, headers=json_type)
-    assert rest.status_code in (200, 400), rest.text[:200]
-    if rest.status_code == 200:  # parsed: the call is a rejected step, recorded, nothing runs
-        step = rest.json()["steps"][0]
-        assert step["rejected"] == "arguments nested deeper than 32 levels"
-    stateless = shared.client.post("/step", content='{"action": ' + inner + "}", headers=json_type)
-    assert 400 <= stateless.status_code < 500, stateless.text[:200]
-    rpc = shared.client.post("/mcp", content=inner, headers=json_type)
-    assert rpc.status_code < 500 and "error" in rpc.json()
+    sid = create(c, env="release", seed=4)["id"]
+    body = '{"tool": "inspect", "args": {"target": ' + inner + "}}"
+    rest = c.post(f"/api/sessions/{sid}/step", content=body, headers=json_type)
+    if as_call:
+        assert rest.status_code == 200 and rest.json()["steps"][0]["rejected"] == cut
+    else:
+        assert rest.status_code == 422 and too_deep[0] in rest.json()["detail"], rest.text[:300]
+    stateless = c.post("/step", content='{"action": ' + body + "}", headers=json_type)
+    if as_call:
+        assert stateless.json()["observation"]["last"]["rejected"] == cut
+    else:
+        assert stateless.status_code == 422 and too_deep[0] in stateless.json()["detail"]
+
+    def rpc(name: str, arguments: str) -> dict:
+        params = f'{{"name": "{name}", "arguments": {arguments}}}'
+        reply = c.post(
+            "/mcp",
+            content=f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {params}}}',
+            headers=json_type,
+        )
+        assert reply.status_code == 200, reply.text[:300]
+        return reply.json()
+
+    started = rpc("start_episode", '{"env": "release", "seed": 4}')["result"]
+    episode_id = started["structuredContent"]["episode_id"]
+    for name, arguments in (
+        ("start_episode", '{"env": "release", "scenario": ' + inner + "}"),
+        ("observe_episode", '{"episode_id": ' + inner + "}"),
+        ("release_inspect", f'{{"episode_id": "{episode_id}", "target": {inner}}}'),
+    ):
+        answer = rpc(name, arguments)
+        if depth + 4 <= MAX_MESSAGE_DEPTH:  # the request's own 4 levels around the value
+            assert answer["result"]["isError"] is True, answer
+        else:
+            assert any(why in answer["error"]["message"] for why in too_deep), answer
+    if as_call:
+        assert answer["result"]["structuredContent"]["rejected"] == cut
+    with ws(shared) as sock:
+        reset(sock, env="release", seed=4)
+        reply = ask(sock, '{"type": "step", "data": ' + body + "}")
+        if as_call:
+            assert reply["data"]["observation"]["last"]["rejected"] == cut
+        else:
+            assert reply["type"] == "error"
+            assert any(why in reply["data"]["message"] for why in too_deep), reply
+        assert act(sock, "inspect", {"target": "all"})["type"] == "observation"  # still served

@@ -38,8 +38,11 @@ unprefixed name is refused with the prefixed one suggested.
 Sessions: each episode lives in this server under a random id (``release-3f9c0a1be2d4``),
 which is the only handle to it, so clients sharing a server cannot reach each other's
 episodes; the newest ``max_episodes`` are kept. Bad input (an unknown id, bad arguments, a step
-after the end) is a tool error the model can read; an unknown tool name is a protocol error
-(``INVALID_PARAMS``), as the MCP specification asks. The server never stops on either.
+after the end, arguments nested deeper than :data:`~opsgym.core.episode.MAX_MESSAGE_DEPTH`
+levels) is a tool error the model can read; an unknown tool name is a protocol error
+(``INVALID_PARAMS``), as the MCP specification asks. The server never stops on either. A world
+tool's arguments nested past :data:`~opsgym.core.episode.MAX_DEPTH` but within that are the
+episode's to reject: a recorded, rejected call.
 
 What the face does not do: it cannot see the model's tokens, so each call is charged the
 world's fixed cost (the record says ``token_source: fixed``); and whoever starts an episode
@@ -68,7 +71,7 @@ from starlette.applications import Starlette
 
 from opsgym.adapters.toolcalls import render_text, result_text
 from opsgym.core import VERSION
-from opsgym.core.episode import Episode, jsonable
+from opsgym.core.episode import MAX_MESSAGE_DEPTH, Episode, jsonable, nests_deeper
 from opsgym.core.errors import EpisodeDoneError, OpsgymError, UnknownNameError
 from opsgym.core.registry import spec, specs
 from opsgym.core.request import EpisodeRequest
@@ -253,6 +256,12 @@ class OpsgymMCP:
         handler = self._routes.get(name)
         if handler is None:
             raise MCPError(types.INVALID_PARAMS, self._unknown(name))
+        if nests_deeper(arguments, MAX_MESSAGE_DEPTH):  # before a check recurses into them
+            return _text(
+                f"arguments nested deeper than {MAX_MESSAGE_DEPTH} levels: refused, nothing ran "
+                "(a tool's arguments are flat)",
+                error=True,
+            )
         try:
             return handler(dict(arguments or {}))
         except _Refusal as refusal:

@@ -129,8 +129,47 @@ MAX_DEPTH = 32
 """How deep a value the agent sends may nest (a tool's arguments are flat): deeper containers
 are cut where this depth is reached, and a call whose arguments were cut is rejected."""
 
+MAX_MESSAGE_DEPTH = 2 * MAX_DEPTH
+"""How deep a whole message may nest where one comes in as JSON (a request body, a WebSocket or
+JSON-RPC message, a model's reply): room for a call's arguments at :data:`MAX_DEPTH` inside its
+envelope, and far below what any JSON parser or serialiser the faces use can take (Python's
+``json`` about 1,000 levels, orjson 255 when writing, 1,024 when reading). A deeper message is
+refused where it is read, naming this limit, before anything recursive touches it."""
+
 TOO_DEEP = f"<nested deeper than {MAX_DEPTH} levels>"
 """What stands in a recorded value where a deeper container was cut."""
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` holds more than ``limit`` levels of containers (dicts, lists, tuples;
+    ``{}`` is one level, ``{"a": []}`` two), found by a walk that never recurses: so a value
+    nested 100,000 deep is told apart from an honest one before any recursive code reads it.
+    """
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    for _ in range(limit):  # one pass per level: a message's few containers, read once each
+        below = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, _CONTAINERS):
+                    below.append(child)
+        if not below:
+            return False
+        level = below
+    return bool(level)
+
+
+def _text(value: Any, show: Any = repr) -> str:
+    """``show(value)`` (``repr`` or ``str``), or a placeholder where that raises (a key nested
+    thousands deep, a broken ``__repr__``): :func:`jsonable` never raises.
+    """
+    try:
+        return str(show(value))
+    except RecursionError:
+        return TOO_DEEP
+    except Exception:  # noqa: BLE001 (whatever a foreign object's __repr__ raises)
+        return f"<unprintable {type(value).__name__}>"
 
 
 def jsonable(value: Any, _depth: int = 0) -> Any:
@@ -149,10 +188,13 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, dict | list | tuple) and _depth >= MAX_DEPTH:
         return TOO_DEEP
     if isinstance(value, dict):
-        return {str(k): jsonable(v, _depth + 1) for k, v in value.items()}
+        return {
+            (k if type(k) is str else _text(k, str)): jsonable(v, _depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [jsonable(v, _depth + 1) for v in value]
-    return repr(value)
+    return _text(value)
 
 
 def was_cut(value: Any) -> bool:

@@ -18,6 +18,9 @@ and holds on every face:
   every face can show.
 * **In an evaluation** (``evaluation=True``) nothing that leaks is allowed: no overrides, no
   ``reward_timing="dense"``.
+* **No value nests deeper than** :data:`~opsgym.core.episode.MAX_DEPTH` levels (an honest one
+  is flat or nearly): it is refused, naming the field, before any check that could recurse
+  into it (an error message's ``repr`` of 5,000 nested lists is itself a ``RecursionError``).
 
 The request is plain data (a frozen dataclass); :meth:`EpisodeRequest.resolve` checks it and
 returns what it resolved to (the seed drawn, the split), and :meth:`Resolved.start` builds the
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsgym.core.episode import TOKEN_SOURCES, Episode
+from opsgym.core.episode import MAX_DEPTH, TOKEN_SOURCES, Episode, nests_deeper
 from opsgym.core.errors import HeldOutFamilyError, OpsgymError, UnknownNameError
 from opsgym.core.rewards import LeakingConfigError, check_reward_timing
 from opsgym.core.scenarios import Scenario, check_seed, check_split, seed_in_split, split_of
@@ -54,6 +57,10 @@ class SplitError(OpsgymError, ValueError):
 
 class OverrideError(OpsgymError, ValueError):
     """An override of a fact the scenario does not declare, or of a value of the wrong kind."""
+
+
+class NestingError(OpsgymError, ValueError):
+    """A field of the request nested deeper than :data:`~opsgym.core.episode.MAX_DEPTH`."""
 
 
 def draw_seed(split: str, rng: np.random.Generator | None = None) -> int:
@@ -129,9 +136,11 @@ class EpisodeRequest:
             InvalidSeedError, SplitError: a seed that is not an int >= 0, or not in ``split``.
             HeldOutFamilyError: a held-out family on a train seed.
             OverrideError, LeakingConfigError: overrides or timing that cannot be used here.
+            NestingError: a field nested deeper than :data:`MAX_DEPTH` levels.
         """
         from opsgym.core.registry import spec as lookup  # the registry imports this module
 
+        self._check_nesting()
         spec = lookup(self.env)
         scenario = spec.scenario(self.scenario)
         split = None if self.split is None else check_split(self.split)
@@ -170,9 +179,21 @@ class EpisodeRequest:
             raise UnknownNameError("token source", self.token_source, TOKEN_SOURCES)
         return Resolved(self, spec, scenario, seed, split, drawn, config, overrides, timing)
 
+    def _check_nesting(self) -> None:
+        """Refuse a field nested deeper than :data:`MAX_DEPTH`, naming it (and not its value)."""
+        for name in _FIELDS:
+            if nests_deeper(getattr(self, name), MAX_DEPTH):
+                raise NestingError(
+                    f"{name}: nested deeper than {MAX_DEPTH} levels (episode settings are flat: "
+                    "a name, a number, a mapping of facts or settings to plain values)."
+                )
+
     def start(self, rng: np.random.Generator | None = None, *, evaluation: bool = False) -> Episode:
         """``resolve(rng, evaluation=evaluation).start()``."""
         return self.resolve(rng, evaluation=evaluation).start()
+
+
+_FIELDS = tuple(EpisodeRequest.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
@@ -33,6 +36,7 @@ from opsgym.server import routes, training, worlds
 from opsgym.server.errors import Conflict, Missing
 from opsgym.server.guard import Guard
 from opsgym.server.jobs import Jobs
+from opsgym.server.models import TooDeepError
 from opsgym.server.openenv import JSON, OpenEnvFace, errors
 from opsgym.server.policies import AgentRefusedError
 from opsgym.server.sessions import (
@@ -68,6 +72,15 @@ def _handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSON:
         return JSON({"detail": exc.errors()}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def unparsed(request: Request, exc: HTTPException) -> Response:
+        # FastAPI's "There was an error parsing the body" (400) hides why; past ~1,000 levels
+        # Python's json gives up on the nesting, which the message then names (as TooDeepError
+        # does for a body that parsed).
+        if isinstance(exc.__cause__, RecursionError):
+            return detail(422, str(TooDeepError("body")))
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(ValidationError)
     async def invalid_inner(request: Request, exc: ValidationError) -> JSON:

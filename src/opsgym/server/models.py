@@ -1,8 +1,10 @@
 """Every request body the server takes: pydantic models with ``extra="forbid"``.
 
 An unknown field, a wrong type or a value out of range is a 422 that names the field, and it
-costs the episode nothing: the body is checked before any session is touched. The OpenEnv
-messages follow OpenEnv's own models (``openenv.core.env_server.types``) field for field.
+costs the episode nothing: the body is checked before any session is touched. So is a body
+nested deeper than :data:`~opsgym.core.episode.MAX_MESSAGE_DEPTH` levels (:class:`TooDeepError`,
+found before pydantic or anything else recurses into it; no honest body comes near). The
+OpenEnv messages follow OpenEnv's own models (``openenv.core.env_server.types``) field for field.
 """
 
 from __future__ import annotations
@@ -11,22 +13,69 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from opsgym.core.episode import MAX_MESSAGE_DEPTH, nests_deeper
+from opsgym.core.errors import OpsgymError
+
 SEED = Field(None, ge=0, le=2**63 - 1, description="Seeds the episode (drawn if omitted).")
 SPLIT = Field(
     None, description="Split of the seed: checked if a seed is given, drawn from if not (train)."
 )
 
 
-class Strict(BaseModel):
-    """Base of every request model: unknown fields are refused."""
+class TooDeepError(OpsgymError):
+    """A message nested deeper than :data:`~opsgym.core.episode.MAX_MESSAGE_DEPTH` levels.
+
+    Not a ``ValueError`` on purpose: pydantic would wrap one in a validation error that echoes
+    the whole input back (a thousand nested brackets, written out again); this one passes
+    through validation to the app's handler, a 422 naming the field.
+    """
+
+    def __init__(self, field: str):
+        super().__init__(
+            f"{field}: nested deeper than {MAX_MESSAGE_DEPTH} levels (every message is refused "
+            "past that depth; a tool's arguments are flat)"
+        )
+
+
+def too_deep(data: Any, where: str = "body") -> TooDeepError | None:
+    """The error for ``data`` if it nests deeper than :data:`MAX_MESSAGE_DEPTH` levels, naming
+    the first field of it that does (``body.args``), else ``None``.
+    """
+    if not nests_deeper(data, MAX_MESSAGE_DEPTH):
+        return None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if nests_deeper(value, MAX_MESSAGE_DEPTH - 1):
+                return TooDeepError(f"{where}.{key}")
+    return TooDeepError(where)
+
+
+class Framed(BaseModel):
+    """Base of a model read only from what was checked for depth already (a WebSocket message,
+    checked as it is read; an action inside a checked body): unknown fields are refused.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Strict(Framed):
+    """Base of every request body: unknown fields are refused, and so is a body nested deeper
+    than :data:`MAX_MESSAGE_DEPTH` levels (:class:`TooDeepError`).
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        found = too_deep(data) if isinstance(data, dict | list) else None
+        if found is not None:
+            raise found
+        return data
 
 
 # -- OpenEnv -----------------------------------------------------------------------------------
 
 
-class OpsAction(Strict):
+class OpsAction(Framed):
     """An OpenEnv action: one tool call. Only the world's tools can be called."""
 
     tool: str = Field(min_length=1, max_length=128, description="Name of the tool to call.")
@@ -89,27 +138,27 @@ class StepRequest(Strict):
     seed: int | None = SEED
 
 
-class WSReset(Strict):
+class WSReset(Framed):
     """OpenEnv WebSocket ``reset``."""
 
     type: Literal["reset"]
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class WSStep(Strict):
+class WSStep(Framed):
     """OpenEnv WebSocket ``step``."""
 
     type: Literal["step"]
     data: dict[str, Any]
 
 
-class WSState(Strict):
+class WSState(Framed):
     """OpenEnv WebSocket ``state``."""
 
     type: Literal["state"]
 
 
-class WSClose(Strict):
+class WSClose(Framed):
     """OpenEnv WebSocket ``close``."""
 
     type: Literal["close"]

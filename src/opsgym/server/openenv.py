@@ -15,8 +15,11 @@ A message is parsed as OpenEnv parses it: a discriminated union on ``type``
 (:data:`~opsgym.server.models.WSMessage`, OpenEnv's ``WSIncomingMessage``), then the step's
 ``data`` as an action (:class:`~opsgym.server.models.OpsAction`) and the reset's as its
 parameters, so a field's error is located in the action or the parameters (``["tool"]``), as
-OpenEnv's server reports it. The union costs about 2 µs a step over the hand-written checks it
-replaced (under 1% of a WebSocket step's round trip; ``benchmarks/server.py``).
+OpenEnv's server reports it; a message nested deeper than
+:data:`~opsgym.core.episode.MAX_MESSAGE_DEPTH` levels is refused before either, naming the field
+(:func:`~opsgym.server.models.too_deep`; ``/mcp`` likewise). The union costs about 2 µs a step
+over the hand-written checks it replaced (under 1% of a WebSocket step's round trip;
+``benchmarks/server.py``).
 
 As in OpenEnv's server, ``POST /reset`` and ``POST /step`` are stateless (a fresh episode per
 request; ``/api/sessions`` is the stateful REST face) and ``GET /state`` is a fresh episode's;
@@ -68,6 +71,7 @@ from opsgym.server.models import (
     WSReset,
     WSState,
     WSStep,
+    too_deep,
 )
 from opsgym.server.policies import AgentRefusedError, check_episode, role_of
 from opsgym.server.sessions import CapacityError, Session, SessionManager, SessionOver, call_tokens
@@ -228,6 +232,11 @@ class OpenEnvFace:
                     msg = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
                     if await malformed(_error(f"Invalid JSON: {exc}", "INVALID_JSON")):
+                        break
+                    continue
+                deep = too_deep(msg, "message")  # before anything recursive reads it
+                if deep is not None:
+                    if await malformed(_error(str(deep), "VALIDATION_ERROR")):
                         break
                     continue
                 try:
@@ -417,11 +426,14 @@ class OpenEnvFace:
         """Answer one JSON-RPC request (errors as JSON-RPC errors, never an HTTP error)."""
         try:
             request = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return _rpc_error(None, -32700, "Parse error")
+        except orjson.JSONDecodeError as exc:  # nested past 1,024 levels too: it says so
+            return _rpc_error(None, -32700, f"Parse error: {exc}")
         rid = request.get("id") if isinstance(request, dict) else None
         if not isinstance(rid, str | int | type(None)) or isinstance(rid, bool):
             rid = None
+        deep = too_deep(request, "request")  # before the SDK's models recurse into it
+        if deep is not None:
+            return _rpc_error(rid, -32600, f"Invalid Request: {deep}")
         if (
             not isinstance(request, dict)
             or request.get("jsonrpc") != "2.0"

@@ -9,7 +9,11 @@ fence. Reasoning in ``<think>...</think>`` is dropped first: a call drafted whil
 a call. Anything else is free text. Nothing is guessed: prose around a JSON object makes it
 prose, a call without a name or with arguments that are not a JSON object is a malformed call
 (a :class:`ParsedCall` with its ``error``), which the turn records and rejects
-(:mod:`opsgym.adapters.toolcalls.turn`).
+(:mod:`opsgym.adapters.toolcalls.turn`). So is JSON nested deeper than an honest call ever is
+(arguments past :data:`~opsgym.core.episode.MAX_DEPTH` levels, a reply past
+:data:`~opsgym.core.episode.MAX_MESSAGE_DEPTH`): it is kept as an excerpt of its text, never as
+the value, so nothing after the parser (the turn, the next prompt, the transcript, the store)
+walks it.
 
 :func:`reply_text` is everything the model wrote in a reply, what the token estimate counts when
 the provider reports no usage.
@@ -21,6 +25,11 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from opsgym.core.episode import MAX_DEPTH, MAX_MESSAGE_DEPTH, jsonable, nests_deeper
+
+EXCERPT = 200
+"""Characters of a call's text kept when its JSON cannot be used (undecodable, too deep)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +113,8 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
     if raw is None:
         return {}, None
     if isinstance(raw, dict):
+        if nests_deeper(raw, MAX_DEPTH):  # a native call handed over decoded (a dict message)
+            return jsonable(raw), _TOO_DEEP_ARGUMENTS
         return raw, None
     if not isinstance(raw, str):
         return raw, f"arguments must be a JSON object, got {type(raw).__name__}"
@@ -114,12 +125,18 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
     except json.JSONDecodeError as exc:
         return raw, f"arguments are not valid JSON ({exc.msg} at {exc.pos})"
     except ValueError as exc:  # valid JSON Python will not decode: an integer over 4,300 digits
-        return raw[:200], f"arguments cannot be decoded ({_reason(exc)})"
+        return raw[:EXCERPT], f"arguments cannot be decoded ({_reason(exc)})"
     except RecursionError:  # a reply of nested brackets: rejected, never the run's end
-        return raw[:200], "arguments nested too deep to decode"
+        return raw[:EXCERPT], _TOO_DEEP_ARGUMENTS
+    if nests_deeper(value, MAX_DEPTH):  # decoded, but the next prompt would recurse into it
+        return raw[:EXCERPT], _TOO_DEEP_ARGUMENTS
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+_TOO_DEEP_ARGUMENTS = f"arguments nested deeper than {MAX_DEPTH} levels"
+_TOO_DEEP_JSON = f"JSON nested deeper than {MAX_MESSAGE_DEPTH} levels"
 
 
 def _reason(exc: ValueError) -> str:
@@ -150,10 +167,14 @@ def _from_json_text(text: str, source: str) -> list[ParsedCall]:
         return [ParsedCall(None, text, source, error=f"not valid JSON ({exc.msg} at {exc.pos})")]
     except ValueError as exc:  # as in _arguments
         return [
-            ParsedCall(None, text[:200], source, error=f"JSON cannot be decoded ({_reason(exc)})")
+            ParsedCall(
+                None, text[:EXCERPT], source, error=f"JSON cannot be decoded ({_reason(exc)})"
+            )
         ]
     except RecursionError:
-        return [ParsedCall(None, text[:200], source, error="JSON nested too deep to decode")]
+        return [ParsedCall(None, text[:EXCERPT], source, error=_TOO_DEEP_JSON)]
+    if nests_deeper(value, MAX_MESSAGE_DEPTH):
+        return [ParsedCall(None, text[:EXCERPT], source, error=_TOO_DEEP_JSON)]
     if isinstance(value, list) and value:
         return [_from_object(v, source) for v in value]
     return [_from_object(value, source)]
