@@ -54,3 +54,15 @@ def test_a_missing_extra_names_the_install_command_and_crosses_a_process_boundar
     for e in (error, back):
         assert str(e) == "No module named 'trl'; install the extra: pip install 'opsgym[grpo]'"
         assert isinstance(e, OpsgymError) and isinstance(e, ImportError) and e.extra == "grpo"
+
+
+def test_a_seed_nested_deep_is_a_one_line_error_not_a_recursion():
+    """Regression (issue 20, item 6): ``opsgym.make`` with a seed nested 5,000 deep raised
+    ``RecursionError`` while the error quoted the value."""
+    from opsgym.core.errors import InvalidSeedError
+
+    seed: object = 0
+    for _ in range(5000):
+        seed = [seed]
+    with pytest.raises(InvalidSeedError, match=r"got \[\[\["):
+        opsgym.make("release", "nominal", seed)

@@ -8,6 +8,7 @@ says what was wrong, the actual value, and what to do instead.
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
 
 
@@ -33,7 +34,8 @@ class InvalidSeedError(OpsgymError, ValueError):
     """A seed that is not a non-negative integer."""
 
     def __init__(self, seed: object):
-        super().__init__(f"Seed must be an int >= 0, got {seed!r}.")
+        # reprlib: bounded in depth and length (a seed nested 5,000 deep must not recurse)
+        super().__init__(f"Seed must be an int >= 0, got {reprlib.repr(seed)}.")
 
 
 class EpisodeDoneError(OpsgymError, RuntimeError):
