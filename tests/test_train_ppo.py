@@ -85,13 +85,29 @@ def test_ppo_learns_to_ship_a_single_easy_family_with_the_curriculum(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_runs_with_one_seed_save_identical_parameters(tmp_path):
-    budget = ("--total-timesteps", "2048", "--eval-episodes", "0")
+@pytest.mark.parametrize("path", ["--no-vector", "--vector"])
+def test_two_runs_with_one_seed_save_identical_parameters(tmp_path, path):
+    budget = ("--total-timesteps", "2048", "--eval-episodes", "0", path)
     first = parameters(train(tmp_path, "first", *EASY, *budget))
     second = parameters(train(tmp_path, "second", *EASY, *budget))
     assert first.keys() == second.keys()
     for key in first:
         assert np.array_equal(first[key], second[key]), key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["release", "oversight"])
+def test_the_batched_lanes_train_the_parameters_the_gym_envs_train(tmp_path, env):
+    """``--vector`` is the same run: the same episodes on every lane, the curriculum's draws and
+    starts, masks and reward timing, so the same parameters bit for bit (``mixed``, curriculum
+    on: the sweep starts every episode part-way, then fades)."""
+    run = ("--env", env, "--n-envs", "4", "--n-steps", "128", "--batch-size", "128")
+    budget = ("--total-timesteps", "4096", "--eval-episodes", "0", "--seed", "5")
+    scalar = parameters(train(tmp_path, "scalar", *run, *budget, "--no-vector"))
+    lanes = parameters(train(tmp_path, "lanes", *run, *budget, "--vector"))
+    assert scalar.keys() == lanes.keys()
+    for key in scalar:
+        assert np.array_equal(scalar[key], lanes[key]), key
 
 
 @pytest.mark.slow
@@ -163,6 +179,13 @@ def test_an_unknown_env_is_a_one_line_error(tmp_path):
     out = opsgym("train", "ppo", "--env", "relase", "--out", str(tmp_path))
     line = one_line_error(out)
     assert "relase" in line and "release" in line
+
+
+def test_vector_on_a_world_without_a_batched_twin_is_a_one_line_error(tmp_path):
+    out = opsgym("train", "ppo", "--env", "fleet", "--vector", "--out", str(tmp_path))
+    line = one_line_error(out)
+    assert "fleet" in line and "release" in line and "oversight" in line
+    assert not (tmp_path / "runs").exists() and list(tmp_path.iterdir()) == []
 
 
 def test_an_output_folder_that_exists_is_a_one_line_error(tmp_path):
