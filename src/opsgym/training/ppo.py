@@ -1,7 +1,8 @@
 """PPO over the Gym face: MaskablePPO (sb3-contrib), a start-state curriculum, runs in the store.
 
     opsgym train ppo --env release [--scenario mixed] [--total-timesteps 300000] [--seed 1]
-                     [--n-envs 4] [--curriculum/--no-curriculum] [--mask/--no-mask] [--out runs]
+                     [--n-envs 4] [--curriculum/--no-curriculum] [--mask/--no-mask] [--vector]
+                     [--out runs]
 
 The script reads top to bottom, as CleanRL's do: :class:`PPOConfig` (a field per argument), one
 seeding block, the environments, the curriculum, the model, training with checkpoints, the final
@@ -38,6 +39,11 @@ trajectory from the outset (fading from 0.9) on none of 4; at 300k steps both sh
 **Masks**: MaskablePPO samples only calls whose preconditions hold (``action_masks()``);
 ``--no-mask`` trains and plays with masking off (invalid calls are rejected and cost
 ``invalid``).
+
+**Batched lanes** (``--vector``, release and oversight): the environments are lanes of the
+world's batched twin (:mod:`opsgym.vector`) and the curriculum runs over them
+(:func:`batched_prefix_start`); the run is the same, parameters bit for bit. It pays from tens
+of lanes on (``benchmarks/ppo.md``): then PPO's update is what training waits on.
 
 A trained policy is evaluated like any other: ``opsgym eval --env release --policy
 ppo:runs/release__ppo__1__.../model.zip`` (:class:`opsgym.agents.ppo.PPOPolicy`).
