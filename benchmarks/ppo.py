@@ -15,7 +15,17 @@ where v2 could ship (the last event's truth says ``v2_shippable``) and a safe ou
     python benchmarks/ppo.py [--timesteps 300000] [--seed 1] [--only release] [--out DIR]
                              [--json FILE]
 
-A run takes about 4-6 minutes per training on a 2-core machine, 25-30 minutes in all.
+A run takes about 4-6 minutes per training on a 2-core machine, 25-30 minutes in all. The
+release rows include ``--vector`` (the batched lanes: the same run as ``ppo``, bit for bit) and
+a lane count tuned for throughput.
+
+    python benchmarks/ppo.py --throughput [--timesteps 100000]
+
+measures training throughput on release (``mixed``, curriculum and masks) instead: env steps
+consumed per second of wall time, updates included, for the Gym envs and the batched lanes at
+the same ``n_envs``/``n_steps``/``batch_size``, and for more lanes; beside it the time spent in
+SB3's ``train()`` (the PPO update) per sample, the ceiling the update alone sets, and the time
+spent computing the curriculum's reference trajectories (the scalar oracle).
 """
 
 from __future__ import annotations
@@ -34,9 +44,13 @@ import opsgym
 from opsgym.core.registry import spec
 from opsgym.evaluation import evaluate
 
+LANES = ("--vector", "--n-envs", "256", "--n-steps", "64", "--batch-size", "4096")
+"""The batched lanes tuned for throughput (``--throughput`` measures it)."""
 RUNS = {
     "release": [
         ("ppo", ()),
+        ("ppo, vector", ("--vector",)),
+        ("ppo, vector, 256 lanes", LANES),
         ("ppo, no curriculum", ("--no-curriculum",)),
         ("ppo, no mask", ("--no-mask",)),
     ],
@@ -93,22 +107,107 @@ def table(env: str, rows: list[tuple[str, dict]], walls: dict[str, float]) -> st
     return "\n".join(lines)
 
 
+THROUGHPUT = [
+    ("gym envs", {"vector": False, "n_envs": 4, "n_steps": 256, "batch_size": 256}),
+    ("batched lanes", {"vector": True, "n_envs": 4, "n_steps": 256, "batch_size": 256}),
+    ("batched lanes", {"vector": True, "n_envs": 64, "n_steps": 64, "batch_size": 1024}),
+    ("batched lanes", {"vector": True, "n_envs": 256, "n_steps": 64, "batch_size": 4096}),
+    ("batched lanes, 4 epochs", {"vector": True, "n_envs": 256, "n_steps": 64,
+                                 "batch_size": 4096, "n_epochs": 4}),
+]  # fmt: skip
+"""Training-throughput settings: the default (4 envs, rollouts of 256, minibatches of 256) on
+both paths, then more lanes and larger minibatches; the last trades epochs for speed."""
+
+
+def throughput(timesteps: int, out: Path) -> list[dict]:
+    """Train release (``mixed``, curriculum, masks) for ``timesteps`` per setting of
+    :data:`THROUGHPUT`, in this process; time the whole run, SB3's ``train()`` (the update) and
+    the curriculum's reference trajectories.
+    """
+    from sb3_contrib import MaskablePPO
+
+    import opsgym.training.ppo as ppo
+
+    spent = {"update": 0.0, "reference": 0.0}
+
+    def timed(method, key):
+        def run(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+
+        return run
+
+    update, reference = MaskablePPO.train, ppo.reference_calls
+    MaskablePPO.train = timed(update, "update")
+    ppo.reference_calls = timed(reference, "reference")
+    rows = []
+    try:
+        for label, settings in THROUGHPUT:
+            spent.update(update=0.0, reference=0.0)
+            cfg = ppo.PPOConfig(
+                env="release", total_timesteps=timesteps, eval_every=0, checkpoint_every=0,
+                eval_episodes=0, **settings,
+            )  # fmt: skip
+            start = time.perf_counter()
+            folder = ppo.train(cfg, out, db=False, name=f"throughput__{len(rows)}")
+            wall = time.perf_counter() - start
+            steps = MaskablePPO.load(folder / "model.zip", device="cpu").num_timesteps
+            rows.append({"label": label, **settings, "steps": steps, "wall": wall, **spent})
+            print(row(rows[-1]), flush=True)
+    finally:
+        MaskablePPO.train, ppo.reference_calls = update, reference
+    return rows
+
+
+THROUGHPUT_HEAD = (
+    "| path | n_envs | n_steps | batch | epochs | steps/s | update us/sample | update ceiling "
+    "steps/s | update share | reference share |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def row(r: dict) -> str:
+    """One markdown row of the throughput table."""
+    per = r["update"] / r["steps"]
+    return (
+        f"| {r['label']} | {r['n_envs']} | {r['n_steps']} | {r['batch_size']} | "
+        f"{r.get('n_epochs', 10)} | {r['steps'] / r['wall']:,.0f} | {1e6 * per:.0f} | "
+        f"{1 / per:,.0f} | {r['update'] / r['wall']:.0%} | {r['reference'] / r['wall']:.0%} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timesteps", type=int, default=300_000)
+    parser.add_argument(
+        "--timesteps", type=int, default=None, help="Per run (300,000; 100,000 with --throughput)."
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=sorted(RUNS))
     parser.add_argument(
         "--out", type=Path, default=None, help="Runs go here (default: a temp dir)."
     )
     parser.add_argument("--json", type=Path, default=None, help="Also write the numbers here.")
+    parser.add_argument(
+        "--throughput", action="store_true", help="Measure training throughput on release."
+    )
     args = parser.parse_args()
+    args.timesteps = args.timesteps or (100_000 if args.throughput else 300_000)
     args.out = args.out or Path(tempfile.mkdtemp(prefix="opsgym-ppo-"))
     args.db = str(args.out / "ppo.sqlite")
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}; opsgym {opsgym.__version__}; runs in {args.out}\n"
+        f"load average {os.getloadavg()[0]:.1f}, Python {platform.python_version()}; "
+        f"opsgym {opsgym.__version__}; runs in {args.out}\n"
     )
+    if args.throughput:
+        print(THROUGHPUT_HEAD, flush=True)
+        rows = throughput(args.timesteps, args.out)
+        print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
     results = {}
     for env in [args.only] if args.only else list(RUNS):
         walls, policies = {}, {}

@@ -67,3 +67,54 @@ def test_maskable_ppo_training_is_reproducible_with_one_seed():
         return np.concatenate([p.detach().numpy().ravel() for p in model.policy.parameters()])
 
     assert np.array_equal(train(), train())
+
+
+@pytest.mark.parametrize("env", ["release", "oversight"])
+def test_the_batched_curriculum_starts_every_lane_where_the_gym_curriculum_does(env):
+    """``batched_prefix_start`` over the batched lanes is ``PrefixStart(Monitor(gym.make))`` in a
+    ``DummyVecEnv``, step by step: observations, masks, rewards, dones, where each episode
+    started and what ``Monitor`` reports at its end (random valid actions; the schedule moved
+    as the trainer moves it)."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from opsgym.core.registry import spec
+    from opsgym.training.ppo import PrefixStart, batched_prefix_start
+    from opsgym.vector.sb3 import BatchedSB3VecEnv
+
+    n, gym_id = 6, spec(env).gym_id
+
+    def make() -> gym.Env:
+        return PrefixStart(
+            Monitor(gym.make(gym_id, scenario="mixed"), info_keywords=("outcome",)), env
+        )
+
+    dummy = DummyVecEnv([make] * n)
+    lanes = batched_prefix_start(BatchedSB3VecEnv(n, env=env, scenario="mixed"), env, "mixed")
+    rng = np.random.default_rng(0)
+    for vec in (dummy, lanes):
+        vec.seed(11)
+    assert np.array_equal(dummy.reset(), lanes.reset())
+    started = 0
+    for step in range(300):
+        if step % 50 == 0:
+            schedule = [(1.0, 0.0), (1.0, 0.5), (1.0, 1.0), (0.5, 1.0), (0.0, 1.0), (0.7, 0.3)]
+            for vec in (dummy, lanes):
+                vec.env_method("set_schedule", *schedule[step // 50])
+        masks = np.stack(dummy.env_method("action_masks"))
+        assert np.array_equal(masks, np.stack(lanes.env_method("action_masks"))), step
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rewards, dones, infos = dummy.step(actions)
+        obs_b, rewards_b, dones_b, infos_b = lanes.step(actions)
+        assert np.array_equal(obs, obs_b) and np.array_equal(rewards, rewards_b), step
+        assert np.array_equal(dones, dones_b), step
+        for info, info_b in zip(infos, infos_b, strict=True):
+            if "episode" in info:
+                assert info["prefix"] == info_b["prefix"], step
+                started += info["prefix"] > 0
+                for key in ("r", "l", "outcome"):
+                    assert info["episode"][key] == info_b["episode"][key], (step, key)
+                assert np.array_equal(info["terminal_observation"], info_b["terminal_observation"])
+            else:
+                assert "episode" not in info_b
+    assert started >= 10  # the curriculum did start episodes part-way

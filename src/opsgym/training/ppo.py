@@ -1,7 +1,8 @@
 """PPO over the Gym face: MaskablePPO (sb3-contrib), a start-state curriculum, runs in the store.
 
     opsgym train ppo --env release [--scenario mixed] [--total-timesteps 300000] [--seed 1]
-                     [--n-envs 4] [--curriculum/--no-curriculum] [--mask/--no-mask] [--out runs]
+                     [--n-envs 4] [--curriculum/--no-curriculum] [--mask/--no-mask] [--vector]
+                     [--out runs]
 
 The script reads top to bottom, as CleanRL's do: :class:`PPOConfig` (a field per argument), one
 seeding block, the environments, the curriculum, the model, training with checkpoints, the final
@@ -39,6 +40,11 @@ trajectory from the outset (fading from 0.9) on none of 4; at 300k steps both sh
 ``--no-mask`` trains and plays with masking off (invalid calls are rejected and cost
 ``invalid``).
 
+**Batched lanes** (``--vector``, release and oversight): the environments are lanes of the
+world's batched twin (:mod:`opsgym.vector`) and the curriculum runs over them
+(:func:`batched_prefix_start`); the run is the same, parameters bit for bit. It pays from tens
+of lanes on (``benchmarks/ppo.md``): then PPO's update is what training waits on.
+
 A trained policy is evaluated like any other: ``opsgym eval --env release --policy
 ppo:runs/release__ppo__1__.../model.zip`` (:class:`opsgym.agents.ppo.PPOPolicy`).
 """
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +82,10 @@ class PPOConfig(TrainerConfig):
     """Seeds the model, the environments' episode streams and the curriculum."""
     n_envs: int = Field(4, ge=1)
     """Environments stepped together (one process)."""
+    vector: bool = False
+    """Step the environments as lanes of the world's batched twin (opsgym.vector) instead of
+    one Gym env each: the same episodes, curriculum, masks and rewards, so the same run bit for
+    bit, with the simulator's cost nearly gone (release and oversight only)."""
     curriculum: bool = True
     """Start training episodes part-way along the reference trajectory, fading out (why: the
     docstring of opsgym.training.ppo)."""
@@ -141,9 +152,18 @@ class PPOConfig(TrainerConfig):
         the config was made).
 
         Raises:
-            TrainingError: an unknown reference policy (the registry's errors for the rest).
+            TrainingError: an unknown reference policy, or ``vector`` for a world without a
+            batched twin (the registry's errors for the rest).
         """
         world = spec(self.env)  # an unknown world raises, naming the known ones
+        if self.vector:
+            from opsgym.vector.env import WORLDS
+
+            if self.env not in WORLDS:
+                raise TrainingError(
+                    f"--vector needs a batched twin of the world; {self.env!r} has none "
+                    f"(worlds with one: {', '.join(WORLDS)}): train it without --vector"
+                )
         EpisodeRequest(self.env, self.scenario, split="train").resolve(np.random.default_rng(0))
         if self.reference not in world.policies:
             raise TrainingError(
@@ -155,29 +175,33 @@ class PPOConfig(TrainerConfig):
 # -- the curriculum --------------------------------------------------------------------------
 
 
-def reference_calls(episode: Episode, policy: str = "oracle") -> list[tuple[str, dict[str, Any]]]:
+def reference_calls(
+    episode: Episode, policy: str = "oracle", *, twin: bool = True
+) -> list[tuple[str, dict[str, Any]]]:
     """The calls ``policy`` makes on a fresh twin of ``episode`` (same header), to the end,
-    each put through the action catalogue (:func:`as_catalogue_call`).
+    each put through the action catalogue (:func:`as_catalogue_call`). ``twin=False`` plays them
+    on ``episode`` itself (one that has not started: it saves building the twin).
     """
     from opsgym.agents import get_policy, legal_calls
     from opsgym.agents.base import policy_rng
 
-    twin = Episode(
-        episode.spec,
-        episode.scenario,
-        episode.seed,
-        max_steps=episode.max_steps,
-        overrides=episode.overrides,
-        config=episode.config,
-        reward_timing=episode.reward_timing,
-    )
+    if twin:
+        episode = Episode(
+            episode.spec,
+            episode.scenario,
+            episode.seed,
+            max_steps=episode.max_steps,
+            overrides=episode.overrides,
+            config=episode.config,
+            reward_timing=episode.reward_timing,
+        )
     agent = get_policy(episode.env, policy)
     agent.reset(policy_rng(episode.seed))
     calls = []
-    while not twin.done:
-        call = as_catalogue_call(episode.env, *agent.act(twin.observe(), legal_calls(twin)))
+    while not episode.done:
+        call = as_catalogue_call(episode.env, *agent.act(episode.observe(), legal_calls(episode)))
         calls.append(call)
-        twin.step(*call)
+        episode.step(*call)
     return calls
 
 
@@ -246,6 +270,136 @@ class PrefixStart(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
+def batched_prefix_start(venv: Any, world: str, scenario: str, reference: str = "oracle") -> Any:
+    """:class:`PrefixStart` over the lanes of a batched world (``venv``: a
+    :class:`~opsgym.vector.sb3.BatchedSB3VecEnv`), and ``Monitor``'s ``info["episode"]``.
+
+    Lane ``i`` is ``PrefixStart(Monitor(gym.make(...)))`` in a ``DummyVecEnv``, draw for draw:
+    its own generator (``default_rng([0xC0, seed])`` from the seed SB3 gives the lane, else
+    ``default_rng(0)``), the chance drawn at each start only while ``prob > 0``, the prefix
+    ``k`` drawn as there, the same :func:`reference_calls` (the scalar reference policy on a
+    scalar episode of the lane's seed), played on the lane as catalogue actions. The reference's
+    calls of all lanes that start at once are played in lock-step (step ``j`` on the lanes whose
+    prefix is longer than ``j``, the others held). Their rewards, as the scalar wrapper's, are
+    never seen; the settled components they accrue are paid on the last step. ``info["episode"]``
+    counts, as ``Monitor`` does, the steps and rewards after the prefix.
+    """
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    from opsgym.agents import get_policy  # an unknown reference fails here, not mid-run
+
+    get_policy(world, reference)
+    table = catalogue(world)
+    tools = spec(world).world.tools
+    index = {
+        (t.name, json.dumps(a.model_dump(), sort_keys=True)): i for i, (t, a) in enumerate(table)
+    }
+    start_scenario = spec(world).scenario(scenario)
+
+    class BatchedPrefixStart(VecEnvWrapper):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(venv)
+            n = self.num_envs
+            self.batch = venv.world
+            self.prob, self.reach = 0.0, 1.0
+            self.prefix = np.zeros(n, np.int64)
+            self._rngs = [np.random.default_rng(0) for _ in range(n)]
+            self._seeds: list[int] | None = None
+            self._returns = np.zeros(n)
+            self._lengths = np.zeros(n, np.int64)
+            self._t0 = time.time()
+            self._memo: dict[tuple[str, str], int] = {}
+
+        def set_schedule(self, prob: float, reach: float) -> None:
+            self.prob, self.reach = float(prob), float(reach)
+
+        def seed(self, seed: int | None = None) -> Any:
+            self._seeds = self.venv.seed(seed)
+            return self._seeds
+
+        def reset(self) -> Any:
+            obs = self.venv.reset()
+            if self._seeds is not None:
+                self._rngs = [np.random.default_rng([0xC0, s]) for s in self._seeds]
+                self._seeds = None
+            self._returns[:] = 0.0
+            self._lengths[:] = 0
+            self._start(np.arange(self.num_envs), obs)
+            return obs
+
+        def step_wait(self) -> Any:
+            obs, rewards, dones, infos = self.venv.step_wait()
+            self._returns += self.venv.last_rewards
+            self._lengths += 1
+            ended = np.flatnonzero(dones)
+            for lane in ended.tolist():
+                info = infos[lane]
+                info["episode"] = {
+                    "r": round(float(self._returns[lane]), 6),
+                    "l": int(self._lengths[lane]),
+                    "t": round(time.time() - self._t0, 6),
+                    "outcome": info["outcome"],
+                }
+                info["prefix"] = int(self.prefix[lane])
+            self._returns[ended] = 0.0
+            self._lengths[ended] = 0
+            self._start(ended, obs)
+            return obs, rewards, dones, infos
+
+        def env_method(
+            self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any
+        ) -> list[Any]:
+            if method_name == "set_schedule":
+                self.set_schedule(*args, **kwargs)
+                return [None for _ in self._get_indices(indices)]
+            return list(self.venv.env_method(method_name, *args, indices=indices, **kwargs))
+
+        def _action(self, tool: str, args: dict[str, Any]) -> int:
+            key = (tool, json.dumps(args, sort_keys=True, default=str))
+            if key not in self._memo:
+                full = tools[tool].args.model_validate(args).model_dump()
+                at = index.get((tool, json.dumps(full, sort_keys=True)))
+                if at is None:
+                    raise TrainingError(
+                        f"the {reference} policy's call {tool}({args}) is not in the action "
+                        "catalogue: the batched world cannot start from its states"
+                    )
+                self._memo[key] = at
+            return self._memo[key]
+
+        def _start(self, lanes: np.ndarray, obs: np.ndarray) -> None:
+            """Maybe start each of ``lanes`` (just reset) part-way; write their observations."""
+            self.prefix[lanes] = 0
+            if self.prob <= 0 or not lanes.size:
+                return
+            plans: dict[int, list[int]] = {}
+            for lane in lanes.tolist():
+                rng = self._rngs[lane]
+                if rng.random() >= self.prob:
+                    continue
+                episode = Episode(spec(world), start_scenario, int(self.batch.seeds[lane]))
+                calls = reference_calls(episode, reference, twin=False)
+                last = len(calls) - 1
+                k = int(rng.integers(round((1 - self.reach) * last), last + 1))
+                if k:
+                    plans[lane] = [self._action(*call) for call in calls[:k]]
+                    self.prefix[lane] = k
+            if not plans:
+                return
+            actions = np.zeros(self.num_envs, np.int64)
+            active = np.zeros(self.num_envs, bool)
+            for j in range(max(len(p) for p in plans.values())):
+                active[:] = False
+                for lane, plan in plans.items():
+                    if j < len(plan):
+                        actions[lane], active[lane] = plan[j], True
+                self.batch.step(actions, active)
+            started = np.fromiter(plans, np.int64, len(plans))
+            obs[started] = self.batch.obs[started]
+
+    return BatchedPrefixStart()
+
+
 def schedule(cfg: PPOConfig, timesteps: int) -> tuple[float, float]:
     """The curriculum's ``(prob, reach)`` after ``timesteps`` (see :class:`PrefixStart`).
 
@@ -300,7 +454,8 @@ def evaluate_policy(
 
 def make_envs(cfg: PPOConfig) -> Any:
     """``cfg.n_envs`` training environments (train split), wrapped for the curriculum if asked,
-    seeded from ``cfg.seed``.
+    seeded from ``cfg.seed``: a ``DummyVecEnv`` of Gym envs, or with ``cfg.vector`` the lanes
+    of the world's batched twin (:func:`batched_prefix_start`), the same episodes.
     """
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -314,7 +469,13 @@ def make_envs(cfg: PPOConfig) -> Any:
             env = PrefixStart(env, cfg.env, cfg.reference)
         return env
 
-    vec = DummyVecEnv([make] * cfg.n_envs)
+    if cfg.vector:
+        from opsgym.vector.sb3 import BatchedSB3VecEnv
+
+        vec = BatchedSB3VecEnv(cfg.n_envs, env=cfg.env, scenario=cfg.scenario, split="train")
+        vec = batched_prefix_start(vec, cfg.env, cfg.scenario, cfg.reference)
+    else:
+        vec = DummyVecEnv([make] * cfg.n_envs)
     vec.seed(cfg.seed)
     return vec
 

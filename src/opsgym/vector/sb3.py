@@ -42,6 +42,9 @@ class BatchedSB3VecEnv(VecEnv):
         self.render_mode = None  # read by VecEnv.__init__ through get_attr
         super().__init__(num_envs, observation_space, action_space)
         self._actions = np.zeros(num_envs, np.int64)
+        self.last_rewards = np.zeros(num_envs)
+        """The last step's rewards as the scalar env gives them (float64), before SB3's float32
+        (what ``Monitor`` sums: the batch zeroes a lane's reward when it resets the lane)."""
 
     def reset(self) -> np.ndarray:
         """Start an episode on every lane (seeding those :meth:`seed` named)."""
@@ -64,7 +67,8 @@ class BatchedSB3VecEnv(VecEnv):
         world.step(self._actions)
         terminated, truncated = world.terminated, world.truncated
         dones = terminated | truncated
-        rewards = world.reward.astype(np.float32)
+        self.last_rewards = world.reward.copy()
+        rewards = self.last_rewards.astype(np.float32)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         ended = np.flatnonzero(dones)
         if ended.size:
