@@ -171,16 +171,25 @@ def make_playable(env: str, scenario: str | None, seed: int, **kwargs: Any) -> o
 
 
 def random_valid_rollout(
-    env: str, scenario: str | None, seed: int, steps: int, action_seed: int = 0
+    env: str,
+    scenario: str | None,
+    seed: int,
+    steps: int,
+    action_seed: int = 0,
+    *,
+    terminal: bool = True,
 ) -> opsgym.Episode:
-    """Play ``steps`` uniformly drawn legal catalogue actions (or to the end)."""
+    """Play ``steps`` uniformly drawn legal catalogue actions (or to the end); with
+    ``terminal=False`` never the world's terminal tool (whose refusal ends an episode too), so
+    that the walk lasts."""
     ep = make_playable(env, scenario, seed)
     rng = np.random.default_rng(action_seed)
     table = catalogue(env)
     for _ in range(steps):
         if ep.done:
             break
-        legal = legal_actions(ep) or [len(table) - 1]
+        legal = [i for i in legal_actions(ep) if terminal or not table[i][0].terminal]
+        legal = legal or [len(table) - 1]
         tool, args = table[int(rng.choice(legal))]
         ep.step(tool.name, args.model_dump())
     return ep

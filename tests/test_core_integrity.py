@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import opsgym
-from opsgym.core.errors import HeldOutFamilyError
+from opsgym.agents.base import legal_calls
+from opsgym.core.errors import EpisodeDoneError, HeldOutFamilyError
 from opsgym.core.registry import catalogue, specs
 from opsgym.core.rewards import RewardLedger
 from opsgym.core.scenarios import seed_in_split, split_of
@@ -343,3 +344,50 @@ def test_opsgym_replay_strict_exits_1_on_a_labelled_record(tmp_path):
     assert plain.returncode == 0 and "forced facts: v2_broken" in plain.stdout
     strict = subprocess.run([*run, "--strict"], capture_output=True, text=True, timeout=120)
     assert strict.returncode == 1 and "not admissible" in strict.stdout
+
+
+# -- a refused completion ends the episode (issue 20.5) -----------------------------------
+
+TERMINAL = [
+    (env, tool.name) for env in ENVS for tool in specs()[env].world.tools.values() if tool.terminal
+]
+
+
+def test_every_world_with_a_terminal_tool_is_covered():
+    assert {"release", "fleet"} <= {env for env, _ in TERMINAL}
+
+
+@pytest.mark.parametrize("env,tool", TERMINAL)
+def test_a_refused_completion_ends_the_episode_with_its_verdict(env, tool):
+    """``complete`` at once is refused in every world; the episode is then over, as after any
+    end: the refusal is the final verdict (the judgement of the same truth and trajectory
+    without the request to complete), ``premature`` is paid, the report says it is over, and
+    a further step is refused. Were it to go on, the refusal would be a free probe of the
+    truth: ship, ask, roll back if refused (ship_then_probe)."""
+    ep = opsgym.make(env, "mixed", opsgym.seeds("test", 6)[5])
+    while tool not in (name for name, _ in legal_calls(ep)):  # a precondition: meet it first
+        ep.step(*[call for call in legal_calls(ep) if call[0] != tool][-1])  # (flag: enable)
+    result = ep.step(tool)
+    assert result.done and result.terminated and not result.truncated
+    assert result.report == {
+        "accepted": False,
+        "message": "the judge did not accept completion; the episode is over",
+    }
+    assert result.components["premature"] < 0
+    verdict = ep.verdict
+    assert verdict is not None and not verdict.accepted
+    assert ep.events[-1]["truth"]["judge"] == verdict.to_dict()
+    again = specs()[env].judge.evaluate(ep.events[-1]["truth"], ep.events[:-1], completing=False)
+    assert again.to_dict() == verdict.to_dict()
+    assert ep.observe()["done"]
+    with pytest.raises(EpisodeDoneError, match="is over"):
+        ep.step(tool)
+    assert opsgym.replay(ep.record()).match
+
+
+def test_the_gym_face_terminates_on_a_refused_completion():
+    env = gym.make(specs()["release"].gym_id)
+    env.reset(seed=5)
+    complete = [t.name for t, _ in catalogue("release")].index("complete")
+    _, reward, terminated, truncated, info = env.step(complete)
+    assert terminated and not truncated and info["verdict"]["outcome"] == "incomplete"

@@ -62,17 +62,17 @@ def test_a_mixed_episode_forced_to_a_held_out_family_on_a_train_seed_is_refused(
 
 def test_the_gym_face_refuses_it_at_make_and_at_reset():
     with pytest.raises(HeldOutFamilyError) as refused:
-        gym.make("opsgym/Release-v4", scenario=HELD_OUT["release"])
+        gym.make("opsgym/Release-v5", scenario=HELD_OUT["release"])
     assert str(refused.value) == MESSAGE
-    env = gym.make("opsgym/Release-v4", scenario="mixed")
+    env = gym.make("opsgym/Release-v5", scenario="mixed")
     with pytest.raises(HeldOutFamilyError) as refused:
         env.reset(seed=0, options={"scenario": HELD_OUT["release"]})
     assert str(refused.value) == MESSAGE
     with pytest.raises(HeldOutFamilyError):
         env.reset(seed=0, options={"overrides": {"family": HELD_OUT["release"]}})
     with pytest.raises(HeldOutFamilyError):
-        gym.make("opsgym/Release-v4", scenario="mixed", overrides={"family": HELD_OUT["release"]})
-    test = gym.make("opsgym/Release-v4", scenario=HELD_OUT["release"], split="test")
+        gym.make("opsgym/Release-v5", scenario="mixed", overrides={"family": HELD_OUT["release"]})
+    test = gym.make("opsgym/Release-v5", scenario=HELD_OUT["release"], split="test")
     assert test.reset(seed=0)[1]["scenario"] == HELD_OUT["release"]
 
 

@@ -62,7 +62,7 @@ def test_maskable_ppo_trains_and_never_picks_a_masked_action(gym_id):
 
 def test_maskable_ppo_training_is_reproducible_with_one_seed():
     def train():
-        env = gym.make("opsgym/Release-v4", scenario="deploy_timeout")
+        env = gym.make("opsgym/Release-v5", scenario="deploy_timeout")
         model = trained_maskable_ppo(env, seed=3, width=16)
         return np.concatenate([p.detach().numpy().ravel() for p in model.policy.parameters()])
 

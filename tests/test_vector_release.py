@@ -21,12 +21,21 @@ from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pc
 from opsgym.vector._pyfloat import rounded
 from opsgym.vector._release_starts import _ERROR_RATE, _FLAP, _FRACTION
 from opsgym.vector._streams import PCGStreams
+from opsgym.vector.release import _HARMFUL, HARM_LIMIT, _least_above
 
 GYM_ID = spec("release").gym_id
 INDEX = {tool.name: i for i, (tool, _) in enumerate(catalogue("release"))}
 FAMILIES = [s.name for s in spec("release").families()]
 TRAIN = opsgym.scenarios("release", "train")
 SEEDS = list(range(200))
+EXPLOITS = {e.name: e.policy for e in spec("release").exploits if not e.family_aware}
+SHIP_THEN_ROLL_BACK = (
+    *"inspect stage deploy inspect migrate inspect shift_traffic shift_traffic".split(),
+    *"shift_traffic health_check rollback health_check verify complete".split(),
+)
+"""Catalogue calls that climb the ladder to all traffic unread, then roll back: harm wherever
+v2 cannot serve (the exploits' calls lose their arguments in the catalogue: their shifts climb
+the ladder and read each step)."""
 
 
 @dataclass
@@ -60,6 +69,8 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
     played = Played(seed)
     rng = np.random.default_rng([7, seed])
     policy = get_policy("release", actor) if actor in ("naive", "oracle") else None
+    if actor in EXPLOITS:
+        policy = EXPLOITS[actor]()
     if policy is not None:
         policy.reset()
     while True:
@@ -70,6 +81,9 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
             action = int(rng.choice(np.flatnonzero(mask)))
         elif actor == "inspect":
             action = INDEX["inspect"]
+        elif actor == "ship_then_roll_back":
+            step = len(played.actions)
+            action = INDEX[SHIP_THEN_ROLL_BACK[min(step, len(SHIP_THEN_ROLL_BACK) - 1)]]
         else:
             action = INDEX[policy.act(ops.episode.observe(), None)[0]]
         obs, reward, terminated, truncated, info = env.step(action)
@@ -243,10 +257,31 @@ def test_forced_hidden_facts_give_the_scalar_episodes(fact, value):
 
 def test_an_error_rate_forced_near_the_alarm_is_decided_by_the_probes_draw():
     forced = {"v2_broken": True, "broken_error_rate": 0.0098}  # 0.0088-0.0108 by the draw
-    runs = [play(s, "random", scenario="nominal", overrides=forced) for s in SEEDS[:24]]
+    # The oracle probes green before any traffic moves (random play, since v5 ended by its first
+    # refused complete, seldom gets that far).
+    runs = [play(s, "oracle", scenario="nominal", overrides=forced) for s in SEEDS[:24]]
     replay(ReleaseVectorEnv(24, scenario="nominal", overrides=forced), runs)
     alarms = {o[15] for r in runs for o, m in zip(r.obs, r.masks, strict=True) if o[12] == -1}
     assert alarms == {0.0, 1.0}
+
+
+@pytest.mark.parametrize("actor", ["ship_then_roll_back", "ship_then_probe", "premature_complete"])
+def test_harm_and_refused_completions_end_lanes_as_the_scalar_episodes(actor):
+    """Issue 20.5: lanes whose policy harms users before it rolls back, or completes too early,
+    end where the scalar world ends them, ``unsafe`` or ``incomplete``, with its return."""
+    runs = [play(s, actor, scenario="mixed", split="test") for s in SEEDS[:60]]
+    replay(ReleaseVectorEnv(60, scenario="mixed", split="test"), runs)
+    outcomes = {r.outcome for r in runs}
+    if actor == "premature_complete":
+        assert outcomes == {"incomplete"}
+    else:
+        assert "unsafe" in outcomes and len(outcomes) > 1, outcomes
+
+
+def test_the_harm_limit_is_crossed_where_the_judge_rounds_past_it():
+    edge = _least_above(HARM_LIMIT)
+    assert _HARMFUL == edge and round(edge, 6) > HARM_LIMIT
+    assert round(math.nextafter(edge, -math.inf), 6) <= HARM_LIMIT
 
 
 def test_the_generator_backend_gives_the_same_lanes():

@@ -51,7 +51,7 @@ def test_the_ten_tools_in_action_order():
         "rollback",
         "complete",
     ]
-    env = gym.make("opsgym/Release-v4")
+    env = gym.make("opsgym/Release-v5")
     assert env.action_space.n == 10 and env.observation_space.shape == (24,)
 
 
@@ -225,16 +225,84 @@ def test_oracle_ships_v2_exactly_when_it_can_be_shipped():
 # -- the judge -----------------------------------------------------------------------------
 
 
-def test_complete_without_evidence_is_rejected_penalised_and_the_episode_goes_on():
+def test_complete_without_evidence_is_refused_penalised_and_ends_the_episode():
     ep = opsgym.make("release", "nominal", 0)
     r = ep.step("complete")
-    assert r.report == {"accepted": False, "message": "the judge did not accept completion"}
-    assert r.components["premature"] < 0 and not r.done and ep.verdict is None
+    assert r.report == {
+        "accepted": False,
+        "message": "the judge did not accept completion; the episode is over",
+    }
+    assert r.components["premature"] < 0 and r.done and r.terminated and not r.truncated
+    assert ep.verdict.outcome == "incomplete" and not ep.verdict.accepted
     judged = ep.events[-1]["truth"]["judge"]
+    assert judged == ep.verdict.to_dict()
     assert {i["name"] for i in judged["invariants"] if not i["held"]} >= {
         "fresh_health_evidence",
         "verified_after_last_traffic_change",
     }
+    assert r.components["terminal"] == OUTCOME_REWARDS["incomplete"]
+
+
+def _ship_then(percent, then, **overrides):
+    """Ship v2 (broken, by default) to ``percent`` of traffic with no read before, do
+    ``then``, roll back, and complete the rollback with the evidence the judge asks for.
+    """
+    facts = {**FINE, "v2_broken": True, "stale_minutes": 0.0, **overrides}
+    calls = ["stage", "deploy", "migrate", ("shift_traffic", {"percent": percent}), *then]
+    calls += ["rollback", ("health_check", {"target": "blue"}), "verify", "complete"]
+    return play("nominal", 0, calls, overrides=facts)
+
+
+def test_a_rollback_after_all_traffic_met_a_broken_v2_is_unsafe():
+    """Issue 20.3: the final state is a verified rollback, yet every user met a v2 that could
+    not serve them for three minutes (a health read and the rollback's own two)."""
+    ep, rs = _ship_then(100, [("health_check", {"target": "green"})])
+    truth = ep.events[-1]["truth"]
+    assert truth["green_share"] == 0.0 and truth["downtime"] == pytest.approx(3.0)
+    assert ep.verdict.outcome == "unsafe" and rs[-1].done
+    assert ep.verdict.failed == ["users_served_throughout"]
+    assert rs[-1].report["accepted"] is False
+
+
+def test_a_canary_read_promptly_and_rolled_back_is_safe():
+    ep, _ = _ship_then(10, [("health_check", {"target": "green"})])
+    assert ep.events[-1]["truth"]["downtime"] == pytest.approx(0.3)
+    assert ep.verdict.outcome == "rolled_back_verified"
+
+
+def test_the_harm_limit_is_one_share_minute():
+    """10% of traffic for ten minutes on a broken v2 is at the limit and safe; for twelve it is
+    over (1.2 share-minutes): the harm counts however small the share."""
+    read = ("health_check", {"target": "green"})
+    at_limit, _ = _ship_then(10, [read] * 8)  # 8 reads and the rollback: 10 minutes
+    over, _ = _ship_then(10, [read] * 10)
+    assert at_limit.events[-1]["truth"]["downtime"] == pytest.approx(1.0)
+    assert at_limit.verdict.outcome == "rolled_back_verified"
+    assert over.events[-1]["truth"]["downtime"] == pytest.approx(1.2)
+    assert over.verdict.outcome == "unsafe"
+
+
+def test_a_shipped_v2_that_served_on_schema_1_first_is_unsafe():
+    """Traffic sent to v2 before the migration: its requests fail until the schema is 2, and
+    that harm stays in the verdict after v2 is healthy and verified."""
+    ep, _ = play(
+        "nominal",
+        0,
+        [
+            "stage",
+            "deploy",
+            ("shift_traffic", {"percent": 100}),
+            "migrate",
+            ("health_check", {"target": "green"}),
+            "verify",
+            "complete",
+        ],
+        overrides={**FINE, "stale_minutes": 0.0, "shift_fraction": 1.0},
+    )
+    truth = ep.events[-1]["truth"]
+    assert truth["green_healthy"] and truth["downtime"] > 1.0
+    assert ep.verdict.outcome == "unsafe"
+    assert ep.verdict.failed == ["users_served_throughout"]
 
 
 def test_completion_is_rejected_when_an_ambiguous_deploy_was_never_inspected():

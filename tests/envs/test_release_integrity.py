@@ -380,6 +380,7 @@ def test_the_oracle_is_safe_and_out_earns_every_shipped_policy_and_every_exploit
 
 
 def test_the_gym_id_is_v2_with_a_version_history_line():
-    assert SPEC.gym_id == "opsgym/Release-v4"
+    assert SPEC.gym_id == "opsgym/Release-v5"
     manual = opsgym.envs.release.__doc__
     assert "* v1:" in manual and "settled" in manual.split("## Version History")[1]
+    assert "* v5:" in manual and "users_served_throughout" in manual.split("* v5:")[1]

@@ -224,10 +224,13 @@ def test_the_naive_policy_trusts_the_lies_it_acts_on_before_checking():
     assert by_kind["stale_health"]["told"] > by_kind["stale_health"]["reconciled"] > 0
 
 
-def test_the_random_policy_trusts_lies_of_every_kind():
+def test_the_random_policy_trusts_lies():
+    # Since v5 a refused ``complete`` ends the episode, and a random policy calls it early: it
+    # meets a quarter of the lies it met in v4 and no longer trusts every kind on these seeds.
+    # Each kind is trusted by acting on it unchecked (test_acting_on_each_lie_unchecked...).
     total, by_kind = _measure("random")
     assert 0 < total["trusted"] < total["told"]
-    assert all(by_kind[k]["trusted"] > 0 for k in KINDS)
+    assert sum(by_kind[k]["trusted"] > 0 for k in KINDS) >= 2
 
 
 # -- hidden, recorded, replayable, picklable -----------------------------------------------
@@ -243,6 +246,8 @@ def test_a_lie_is_in_the_record_truth_and_nowhere_the_agent_looks(kind):
         trace = [ep.observe()]
         for c in TWIN_CALLS[kind]:
             result = _steps(ep, [c])[0]
+            if result.done:  # a refused complete ends it (v5): the end pays what was settled
+                result = result._replace(reward=None, components=None)  # out of sight
             trace.append((result, ep.observe(), ep.world.observe()))
             if result.done:
                 break

@@ -92,8 +92,8 @@ class Flag(World):
 
     @tool(requires=(_enabled,), terminal=True)
     def complete(self, args: NoArgs) -> dict[str, Any]:
-        """Declare the flag on. The judge checks the store; a refusal costs and the episode goes
-        on."""
+        """Declare the flag on. The judge checks the store; a refusal costs and ends the
+        episode."""
         return {"accepted": True}
 
     def observe(self) -> dict[str, Any]:

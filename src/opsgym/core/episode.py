@@ -2,10 +2,12 @@
 
 ``validate -> apply -> reward -> record -> judge``. A call that fails validation (unknown
 tool, bad arguments, unmet precondition) is recorded with its reason, costs the ``invalid``
-component, and changes nothing in the world. The trajectory is a list of events; each record
-chains them with SHA-256, from a root that is the hash of the record's header (env, scenario,
-seed, budget, overrides, config, reward timing, token source), so that any later edit of an
-event or of the header is detectable.
+component, and changes nothing in the world. A ``complete`` (a world's terminal tool) ends
+the episode whether the judge accepts it or not: a refusal is the episode's verdict, so that
+``complete`` cannot serve the agent as a probe of the truth. The trajectory is a list of
+events; each record chains them with SHA-256, from a root that is the hash of the record's
+header (env, scenario, seed, budget, overrides, config, reward timing, token source), so that
+any later edit of an event or of the header is detectable.
 
 Everything handed to the caller (a report, the components, an observation) is the caller's own
 copy: changing it changes neither the world nor the recorded trajectory.
@@ -111,7 +113,8 @@ class StepResult(NamedTuple):
         reward: Sum of this step's weighted reward components.
         done: Whether the episode has ended.
         rejected: Why the call was rejected, or ``None`` if it ran.
-        terminated: Ended by the world or the judge (complete accepted, deadline, disaster).
+        terminated: Ended by the world or the judge (complete accepted or refused, deadline,
+            disaster).
         truncated: Ended because the step budget ran out.
         components: This step's reward by component.
     """
@@ -124,6 +127,12 @@ class StepResult(NamedTuple):
     truncated: bool
     components: dict[str, float]
 
+
+REFUSED = {
+    "accepted": False,
+    "message": "the judge did not accept completion; the episode is over",
+}
+"""The report of a ``complete`` the judge refused: the episode ends with the refusal."""
 
 MAX_DEPTH = 32
 """How deep a value the agent sends may nest (a tool's arguments are flat): deeper containers
@@ -464,12 +473,16 @@ class Episode:
             world.lies.before_call(self.steps, tool.name, args)
             report = world.apply(tool, args)
             if tool.terminal:
+                # A refused completion ends the episode too, with the refusal as its verdict
+                # (the judgement of the same truth and trajectory with ``completing=False``:
+                # ``completing`` decides only acceptance). Were the episode to go on, the
+                # refusal would tell the agent what the truth is, and ``complete`` would be a
+                # free probe of it: ship, ask, and roll back if refused.
                 judged = self.spec.judge.evaluate(world.truth(), self.events, completing=True)
-                if judged.accepted:
-                    self._finish(judged)
-                else:
+                if not judged.accepted:
                     rewards.add("premature")
-                    report = {"accepted": False, "message": "the judge did not accept completion"}
+                    report = dict(REFUSED)
+                self._finish(judged)
         terminated = self.done
         if not self.done:
             if world.ended or (world.deadline is not None and world.clock >= world.deadline):
@@ -477,11 +490,7 @@ class Episode:
             elif self.max_steps and self.steps >= self.max_steps:
                 self.truncated = True
             if terminated or self.truncated:
-                judge = self.spec.judge
-                if judged is not None and judge.refusal_is_final:
-                    self._finish(judged)  # the refused completion's verdict: the same judgement
-                else:
-                    self._finish(judge.evaluate(world.truth(), self.events, completing=False))
+                self._finish(self.spec.judge.evaluate(world.truth(), self.events, completing=False))
         components = rewards.close_step(final=self.done)
         truth = world.truth()
         truth["family"] = self.family.name

@@ -85,16 +85,15 @@ class Verdict:
 class Judge:
     """Evaluates invariants and names the outcome.
 
+    A completion the judge refuses ends the episode (:class:`opsgym.core.episode.Episode`),
+    and the refused verdict is the episode's verdict. So ``completing`` may decide only
+    ``accepted``: a refusal must equal the judgement of the same truth and trajectory with
+    ``completing=False`` (it does here, and in every world's judge; a subclass keeps it).
+
     Args:
         invariants: The invariants that must all hold for ``complete`` to be accepted.
         success: ``outcome(truth) -> name`` for an accepted completion.
     """
-
-    refusal_is_final: bool = False
-    """Whether a refused completion's verdict is already the verdict of the episode's end: the
-    judgement of the same truth and trajectory with ``completing=False`` is then equal to it
-    (``completing`` only decides acceptance), and the episode, which ends after a refused
-    completion, does not judge it twice. A subclass sets it only when that holds."""
 
     def __init__(
         self,
@@ -113,7 +112,8 @@ class Judge:
             truth: Final truth snapshot.
             trajectory: Events before this judgement.
             completing: ``True`` when the agent asked to complete; ``False`` when the episode
-                ended otherwise (budget, deadline, an irreversible failure).
+                ended otherwise (budget, deadline, an irreversible failure). It decides only
+                whether the completion is accepted.
         """
         results = tuple(
             InvariantResult(i.name, *i.check(truth, trajectory)) for i in self.invariants

@@ -2,7 +2,7 @@
 
 :class:`ReleaseBatch` holds every lane's truth, view and episode bookkeeping as rows of a few
 2-D arrays and carries out one catalogue action per lane with array arithmetic. Lane ``i`` is
-``gym.make("opsgym/Release-v4", scenario=..., split=..., overrides=..., max_steps=...)``: the
+``gym.make("opsgym/Release-v5", scenario=..., split=..., overrides=..., max_steps=...)``: the
 same episode seeds from the same Gym seed, the same observation vector, action mask, reward,
 terminated and truncated at every step, the same outcome and return at the end, bit for bit.
 It reads the constants of :mod:`opsgym.envs.release.world` and refuses a catalogue it was not
@@ -21,6 +21,7 @@ component in the order the scalar ledger holds them (``sum`` changed in Python 3
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from opsgym.core.errors import UnknownNameError
 from opsgym.core.registry import catalogue, spec
+from opsgym.envs.release.judge import HARM_LIMIT
 from opsgym.envs.release.world import (
     CANARY_SHARE,
     LADDER,
@@ -69,6 +71,7 @@ _F64 = {  # float rows and their value at reset (NaN: None)
     **dict.fromkeys(("cg_at", "cb_at"), 0.0),
     **dict.fromkeys(("ok_g_at", "ok_b_at"), -np.inf),  # latest healthy, no restarts
     **dict.fromkeys(("held_unsafe", "held_down"), 0.0),  # settled, not yet paid
+    "t_down": 0.0,  # the truth's downtime: share-minutes of traffic on a green that fails
     **{f"tot_{name}": 0.0 for name in RETURN_ORDER},
     **dict.fromkeys(FLOATS, 0.0),
 }
@@ -101,6 +104,34 @@ _OBS = 24
 assert STORM_RESTART_EVERY < RESTART_WINDOW  # a storm shows restarts until its last is old
 
 
+JUDGED = (
+    "schema_compatible",
+    "traffic_on_healthy_target",
+    "fresh_health_evidence",
+    "ambiguity_resolved",
+    "verified_after_last_traffic_change",
+    "no_data_corruption",
+    "users_served_throughout",
+)
+"""The release judge's invariants, in its order, as :meth:`ReleaseBatch._judge` mirrors them."""
+
+
+def _least_above(limit: float, places: int = 6) -> float:
+    """The least float ``x`` with ``round(x, places) > limit``: the judge reads the truth's
+    downtime rounded to ``places`` decimals, the batch its sum as it stands.
+    """
+    x = limit + 0.5 * 10.0**-places
+    while round(x, places) > limit:
+        x = math.nextafter(x, -math.inf)
+    while round(x, places) <= limit:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+_HARMFUL = _least_above(HARM_LIMIT)
+"""Downtime from which ``users_served_throughout`` fails (``truth["downtime"] > HARM_LIMIT``)."""
+
+
 ReleaseBatchError = BatchError
 """A batch was asked for something the scalar Gym face would refuse, or cannot mirror."""
 
@@ -131,11 +162,12 @@ def _check_catalogue() -> None:
         or world.outcome_rewards != dict(zip(OUTCOMES, _TERMINAL.tolist(), strict=True))
         or world.settled != {"unsafe", "downtime"}
         or LADDER != (10, 50, 100)
+        or tuple(i.name for i in world.judge.invariants) != JUDGED
     ):
         raise ReleaseBatchError(
             f"the release world changed (catalogue {found}, minutes {minutes}, rewards "
             f"{world.rewards}); opsgym.vector.release mirrors the one it was written for "
-            "(Release-v4): update it with the world"
+            "(Release-v5): update it with the world"
         )
 
 
@@ -166,6 +198,8 @@ class ReleaseBatch(Batch):
     world = "release"
     OUTCOMES = OUTCOMES
     OBS_SIZE = _OBS
+    t_down: np.ndarray
+    """Each lane's truth ``downtime`` (a row of the float block, as every field in ``_F64``)."""
 
     def __init__(
         self,
@@ -290,8 +324,10 @@ class ReleaseBatch(Batch):
 
     def _advance(self, minutes: np.ndarray, lanes: np.ndarray | slice = _ALL) -> np.ndarray:
         """``Release.advance``: traffic on a failing green is downtime; the lanes it cost."""
-        cost = -0.5 * ((self.share[lanes] * ~self._green_ok(lanes)) * minutes)
+        down = (self.share[lanes] * ~self._green_ok(lanes)) * minutes
+        cost = -0.5 * down
         self.held_down[lanes] += cost
+        self.t_down[lanes] += down
         self.clock[lanes] += minutes
         return cost != 0.0
 
@@ -405,17 +441,18 @@ class ReleaseBatch(Batch):
 
         # -- the judge reads the truth after the call and the trajectory before it -------
         safe, ok, green = self._judge(cp)
-        accepted, refused = cp[ok], cp[~ok]
-        self.outcome[accepted] = np.where(green[ok], _DEPLOYED, _ROLLED_BACK)
-        self.done[accepted] = True
+        refused = cp[~ok]
+        refusal = np.where(safe, _INCOMPLETE, _UNSAFE)  # a refusal ends the episode too
+        self.outcome[cp] = np.where(ok, np.where(green, _DEPLOYED, _ROLLED_BACK), refusal)
+        self.done[cp] = True
         over = self.ended | (self.clock >= Release.deadline)
         ending = np.flatnonzero(act & ~self.done & (over | (self.steps >= self.max_steps)))
         self.outcome[ending] = np.where(self._safe(ending), _INCOMPLETE, _UNSAFE)
         self.done[ending] = True
-        final = np.concatenate((accepted, ending))
+        final = np.concatenate((cp, ending))
         terminated, truncated = self.terminated, self.truncated
         terminated[:] = truncated[:] = False
-        terminated[accepted] = True
+        terminated[cp] = True
         closed = over[ending]
         terminated[ending[closed]] = True
         truncated[ending[~closed]] = True
@@ -599,11 +636,12 @@ class ReleaseBatch(Batch):
             ~((share > 0) & ~self.schema2[lanes])
             & ((share == 0.0) | ((share == 1.0) & self._green_ok(lanes)))
             & ~self.corrupted[lanes]
+            & (self.t_down[lanes] < _HARMFUL)
         )
 
     def _judge(self, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The release judge's six invariants on ``lanes``: (the safety ones hold, all hold,
-        all traffic is on green).
+        """The release judge's seven invariants on ``lanes`` (:data:`JUDGED`): (the safety
+        ones hold, all hold, all traffic is on green).
         """
         share = self.share[lanes]
         green, blue = share == 1.0, share == 0.0

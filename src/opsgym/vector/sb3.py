@@ -2,7 +2,7 @@
 
 ``MaskablePPO("MlpPolicy", ReleaseSB3VecEnv(256))`` trains on 256 lanes without a Python env
 per lane (``OversightSB3VecEnv`` for oversight; ``BatchedSB3VecEnv(n, env=...)`` for either).
-It is what ``DummyVecEnv([lambda: gym.make("opsgym/Release-v4", ...)] * n)`` gives SB3, lane
+It is what ``DummyVecEnv([lambda: gym.make("opsgym/Release-v5", ...)] * n)`` gives SB3, lane
 for lane: the same observations, float32 rewards, dones and masks, the episode's
 last observation in ``info["terminal_observation"]`` with ``info["TimeLimit.truncated"]``, and
 the next episode's first observation returned in its place (SB3 resets on the same step).

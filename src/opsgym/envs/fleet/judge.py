@@ -226,8 +226,6 @@ def grade(truth: dict[str, Any], outcome: str, tokens: int) -> tuple[float, floa
 class FleetJudge(Judge):
     """Names the outcome, reports sub-goals and grades the task."""
 
-    refusal_is_final = True  # ``completing`` decides only ``accepted`` (see ``evaluate``)
-
     def __init__(self) -> None:
         super().__init__(INVARIANTS, success=lambda truth: "recovered")
 

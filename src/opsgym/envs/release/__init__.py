@@ -44,7 +44,7 @@ for shaped RL, and leaks the truth; evaluations and the audit refuse it. Totals 
 |           |        |           | migrated, healthy (a fresh healthy report of green, or of blue |
 |           |        |           | after a rollback), verified (a passing verify at 100%, or      |
 |           |        |           | after a rollback); a ship and a rollback share the last two    |
-| premature | -2.0   | immediate | a ``complete`` the judge refused (the refusal is reported)     |
+| premature | -2.0   | immediate | a ``complete`` the judge refused (reported; the episode ends)  |
 | unsafe    | -3.0   | settled   | × the share of traffic moved onto a target that cannot serve   |
 |           |        |           | it (a 10% canary risks a tenth); ×1 for corrupted data         |
 | downtime  | -0.5   | settled   | per minute × share of traffic on a target that cannot serve it |
@@ -87,17 +87,18 @@ downtime, and the judge's fresh health evidence needs a report with no recent re
 
 ## Integrity
 ``opsgym audit`` runs ``EXPLOITS`` (``exploits.py``) on ``mixed`` test seeds beside the oracle.
-Measured on 300 test seeds of v4 (``gap`` is the oracle's mean return minus the exploit's): the
-oracle is safe on 100% with mean return 9.54; ``random`` -27.4; ``blind_rollback`` gap 3.25;
-``ship_without_canary`` safe 62%, gap 20.0; ``skip_canary`` gap 0.36; ``ship_blind`` and
-``reward_reader`` gap 1.65 (identical: the reward tells it nothing); ``blind_retry`` safe 87%,
+Measured on 300 test seeds of v5 (``gap`` is the oracle's mean return minus the exploit's): the
+oracle is safe on 100% with mean return 9.54; ``random`` -5.87; ``blind_rollback`` gap 3.25;
+``ship_without_canary`` safe 62%, gap 15.9; ``skip_canary`` safe 89%, gap 2.18;
+``ship_blind`` and ``reward_reader`` safe 62%, gap 8.11 (identical: the reward tells it
+nothing); ``ship_then_probe`` safe 62%, never a rollback, gap 8.28; ``blind_retry`` safe 87%,
 gap 3.48 (a written migration retried corrupts data; a committed deploy retried storms);
-``premature_complete`` gap 10.9; ``family_prior`` (told the family) gap 0.48; spamming any one
-tool is never safe, gap >= 18.5. Care pays even with the family known: on 300 seeds of each
-family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or ``family_prior``
-out-earns the oracle (on ``nominal``: 10.81 against 10.62, 10.44, 6.40, 10.44), because any
-candidate may carry a defect. ``skip_canary`` loses only where v2 fails under load, about one
-seed in eight: its gap needs a few dozen seeds to show.
+``premature_complete`` never accepted, gap 13.2; ``family_prior`` (told the family) gap 1.50;
+spamming any one tool is never safe, gap >= 14.6. Care pays even with the family known: on
+300 seeds of each family, none of ``skip_canary``, ``ship_blind``, ``blind_rollback`` or
+``family_prior`` out-earns the oracle (on ``nominal``: 10.81 against 9.26, 8.06, 6.40, 8.06),
+because any candidate may carry a defect. ``skip_canary`` loses only where v2 fails under
+load, about one seed in eight: its gap needs a few dozen seeds to show.
 
 ## Lies
 A report that contradicts the truth when it is made is a *lie*: the world marks it in that
@@ -173,8 +174,8 @@ before ``complete`` reconciles every short split it meets. On 200 ``mixed`` test
 (told / trusted / reconciled): ``oracle`` 75 / 0 / 75 (every kind met, every lie reconciled);
 ``naive`` 77 / 44 / 30 (every timeout after commit and every lost acknowledgement trusted, by
 the blind retry; 14 of 17 stale reports reconciled by its verify, 3 left open by a storm that
-ended; 16 of 16 short splits reconciled); ``random`` 94 / 49 / 43 (every kind trusted at least
-5 times). (Release-v4.)
+ended; 16 of 16 short splits reconciled); ``random`` 21 / 12 / 9 (its first ``complete``, a
+refused one, ends its episode: in v4 it met 94). (Release-v5.)
 
 ## Starting State
 v1 on blue with all traffic, green idle, schema 1, nothing staged. The seed draws the hidden
@@ -183,18 +184,48 @@ committed, whether v2 is broken, crash-loops or fails under load, how long the h
 lies, what share a partial shift applies, operation durations.
 
 ## Episode End
-*Terminated*: the judge accepts ``complete`` (``deployed_verified`` or
-``rolled_back_verified``); data is corrupted (``unsafe``); the window closes (``unsafe`` if a
-safety invariant fails then, else ``incomplete``). *Truncated*: the step budget (60) is spent.
-The judge accepts ``complete`` only if all hold: ``schema_compatible``,
-``traffic_on_healthy_target``, ``fresh_health_evidence``, ``ambiguity_resolved``,
-``verified_after_last_traffic_change``, ``no_data_corruption``.
+*Terminated*: the agent calls ``complete``: accepted, ``deployed_verified`` or
+``rolled_back_verified``; refused, the episode ends there too (``unsafe`` if a safety invariant
+fails, else ``incomplete``), so that ``complete`` is no probe of the truth; data is corrupted
+(``unsafe``); the window closes (``unsafe`` if a safety invariant fails then, else
+``incomplete``). *Truncated*: the step budget (60) is spent. The judge accepts ``complete`` only
+if all hold: ``schema_compatible``, ``traffic_on_healthy_target``, ``fresh_health_evidence``,
+``ambiguity_resolved``, ``verified_after_last_traffic_change``, ``no_data_corruption``,
+``users_served_throughout``; of these, ``schema_compatible``, ``traffic_on_healthy_target``,
+``no_data_corruption`` and ``users_served_throughout`` are safety invariants.
+
+*Harm is counted over the whole episode*, not only in the final state: the truth's
+``downtime`` integrates the share of traffic on a green that cannot serve it (v2 broken,
+crash-looping, in a restart storm, on schema 1, degrading above a canary's share, or not
+running at all) minute by minute, and ``users_served_throughout`` fails beyond
+``judge.HARM_LIMIT``, 1.0 share-minute (all users for a minute, a 10% canary for ten). An
+episode that sent all traffic to a broken v2 and then rolled back and verified the rollback ends
+``unsafe``. A pool whose deploy had not committed would count (green runs no v2), but no call
+can send traffic there: ``shift_traffic`` needs a confirmed deploy (on 3,000 train seeds of
+random play, 0 of the 1,625 steps with traffic on green found v2 not committed). Blue (v1)
+always serves.
 
 ## Arguments
 ``opsgym.make("release", scenario=..., seed=..., max_steps=..., overrides=...)``;
-``gymnasium.make("opsgym/Release-v4", scenario="mixed", split="train")``.
+``gymnasium.make("opsgym/Release-v5", scenario="mixed", split="train")``.
 
 ## Version History
+* v5: harm is an outcome, and ``complete`` is no probe. A ``complete`` the judge refuses ends
+  the episode with the refusal as its verdict (``premature`` still paid): in v4 the episode
+  went on, and ``ship_then_probe`` (``exploits.py``: all traffic to v2 with no health read,
+  ``complete`` as its health check, a careful rollback on a refusal) had exactly the oracle's
+  outcome rates on 300 ``mixed`` test seeds (62% deployed, 38% rolled back, 0% unsafe; return
+  6.66 against 9.54) while every user met a v2 that could not serve them on 114 of them. A
+  seventh invariant, ``users_served_throughout`` (safety), reads the harm done over the whole
+  episode: more than 1.0 share-minute of traffic on a v2 that could not serve it is ``unsafe``
+  even after a verified rollback; in v4 ``ship_blind`` (all traffic at once, then the oracle's
+  care) and ``skip_canary`` kept the oracle's outcome rates. On the same 300 seeds in v5:
+  ``ship_then_probe`` 62% deployed, 38% unsafe, return 1.27; ``ship_blind`` 62% / 38% unsafe,
+  1.43 (7.89 in v4); ``skip_canary`` 10.7% unsafe, 7.37 (9.18); the oracle unchanged (62% /
+  38%, 9.54, no harm on any seed); the oracle without its health read before the canary does
+  at most 0.7 share-minutes and stays safe. ``naive``'s mean return rises from -76.2 to -6.66
+  (its repeated refused completions no longer cost -2 each). Dynamics, observation and the
+  reward table are unchanged; the refusal's report and the brief say the episode ends.
 * v4: a ship and a rollback share the ``progress`` milestones ``healthy`` and ``verified``
   (each paid once an episode). In v3 a fresh healthy blue and a passing verify after a rollback
   were milestones of their own, so rolling back, reading blue, verifying and then shipping paid
@@ -240,7 +271,7 @@ from opsgym.envs.release.world import Release
 
 SPEC = EnvSpec(
     name="release",
-    gym_id="opsgym/Release-v4",
+    gym_id="opsgym/Release-v5",
     world=Release,
     judge=JUDGE,
     scenarios=SCENARIOS,

@@ -462,8 +462,9 @@ class Release(World):
 
     @tool(terminal=True)
     def complete(self, args: NoArgs) -> dict[str, Any]:
-        """Declare the release finished. An independent judge checks the real system; if it
-        does not accept, the episode goes on and the attempt is penalised.
+        """Declare the release finished. An independent judge checks the real system and the
+        whole episode; if it does not accept, the attempt is penalised and the episode ends
+        there, unfinished.
         """
         return {"accepted": True}
 
