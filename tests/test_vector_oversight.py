@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode
 
 import opsgym
 from opsgym.agents.base import get_policy
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchedVectorEnv, BatchError, OversightBatch, OversightVectorEnv
 from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
@@ -376,7 +377,7 @@ def test_the_vector_env_has_gymnasiums_spaces_dtypes_and_shapes():
 def test_bad_input_is_refused_with_the_value():
     with pytest.raises(BatchError, match="dense"):
         OversightBatch(2, reward_timing="dense")
-    with pytest.raises(BatchError, match="held-out"):
+    with pytest.raises(HeldOutFamilyError, match="held-out family: it is never in the train"):
         OversightBatch(2, "stacked_failures_sloppy_fixes")
     with pytest.raises(opsgym.OpsgymError, match="no_such_fact"):
         OversightBatch(2, "mixed", overrides={"no_such_fact": 1})

@@ -15,6 +15,7 @@ from gymnasium.vector import AutoresetMode
 
 import opsgym
 from opsgym.agents.base import get_policy
+from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, spec
 from opsgym.core.scenarios import seed_in_split
 from opsgym.vector import ReleaseBatch, ReleaseBatchError, ReleaseVectorEnv, _pcg, _pyfloat
@@ -402,8 +403,10 @@ def test_reset_mask_and_disabled_autoreset():
 def test_bad_input_is_refused_with_the_value():
     with pytest.raises(ReleaseBatchError, match="dense"):
         ReleaseBatch(2, reward_timing="dense")
-    with pytest.raises(ReleaseBatchError, match="held-out"):
+    with pytest.raises(HeldOutFamilyError, match="held-out family: it is never in the train"):
         ReleaseBatch(2, "flapping_health")
+    with pytest.raises(HeldOutFamilyError, match="held-out family: it is never in the train"):
+        ReleaseVectorEnv(2, scenario="mixed", overrides={"family": "flapping_health"})
     with pytest.raises(opsgym.OpsgymError, match="no_such_fact"):
         ReleaseBatch(2, overrides={"no_such_fact": 1})
     env = ReleaseVectorEnv(2)

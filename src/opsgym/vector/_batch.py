@@ -18,6 +18,7 @@ import numpy as np
 
 from opsgym.core.errors import OpsgymError
 from opsgym.core.registry import spec
+from opsgym.core.request import held_out_refusal
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import check_split, families
 from opsgym.vector._streams import fresh_seeds
@@ -140,10 +141,7 @@ class Batch:
             raise BatchError(f"{len(names)} scenarios for {n} lanes")
         for name in set(names):
             if world.scenario(name).held_out and self.split == "train":
-                raise BatchError(
-                    f"Scenario {name!r} of {self.world!r} is a held-out family: it is never in "
-                    "the train split. Pass split='dev' or split='test' to evaluate on it."
-                )
+                raise held_out_refusal(self.world, world.scenario(name))  # every face's words
         self.scenarios = names
         self.families = world.families()
         named = [f.name for f in self.families]
