@@ -15,7 +15,7 @@ from opsgym.envs.fleet.encode import ACTIONS, FleetEncoder
 from opsgym.envs.fleet.scenarios import FleetConfigError
 from opsgym.envs.fleet.state import R_ALERT
 
-GYM_ID = "opsgym/Fleet-v1"
+GYM_ID = "opsgym/Fleet-v2"
 
 
 def fleet(scenario="easy", seed=0, **kw) -> opsgym.Episode:

@@ -288,7 +288,7 @@ def test_a_verbose_agent_scores_lower():
 
 
 def test_the_gym_face_charges_the_fixed_cost_and_the_record_says_so():
-    env = gym.make("opsgym/Fleet-v1", scenario="mixed")
+    env = gym.make("opsgym/Fleet-v2", scenario="mixed")
     env.reset(seed=3)
     for _ in range(5):
         env.step(0)

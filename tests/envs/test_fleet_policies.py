@@ -30,17 +30,20 @@ def test_the_oracle_passes_at_least_99_percent_of_200_test_seeds(task):
 
 def test_the_oracle_on_mixed_is_safe_and_passes_on_99_percent_of_300_test_seeds():
     episodes = played("mixed", "oracle", TEST_SEEDS)
-    safe = sum(ep.verdict.outcome in ("recovered", "recovered_with_damage") for ep in episodes)
+    safe = sum(ep.verdict.outcome == "recovered" for ep in episodes)
     passed = sum(ep.verdict.passed for ep in episodes)
     assert safe / len(episodes) >= 0.99 and passed / len(episodes) >= 0.99, (safe, passed)
 
 
-def test_black_swan_is_a_stress_task_the_oracle_recovers_but_does_not_always_pass():
+def test_black_swan_is_a_stress_task_the_oracle_recovers_but_sometimes_late():
     episodes = played("black_swan", "oracle", TEST_SEEDS[:200])
-    recovered = sum(ep.verdict.outcome == "recovered" for ep in episodes) / len(episodes)
+    outcomes = [ep.verdict.outcome for ep in episodes]
+    recovered = outcomes.count("recovered") / len(episodes)
+    late = outcomes.count("recovered_late") / len(episodes)
     rate = sum(ep.verdict.passed for ep in episodes) / len(episodes)
-    print(f"oracle black_swan over 200 test seeds: recovered {recovered:.3f}, passed {rate:.3f}")
-    assert recovered >= 0.99 and 0.9 <= rate < 1.0  # the misses: lost training over the SLO
+    print(f"oracle black_swan over 200 test seeds: recovered {recovered:.3f}, late {late:.3f}")
+    # the misses: lost training over the 90-minute SLO, a harmed outcome, never a pass
+    assert recovered + late == 1.0 and 0.9 <= recovered < 1.0 and rate == recovered
 
 
 @pytest.mark.parametrize("task", [*TASKS, "black_swan"])

@@ -16,13 +16,16 @@ REWARDS = {
 
 OUTCOME_REWARDS = {
     "recovered": 0.60,
+    "recovered_undiagnosed": 0.10,
+    "recovered_late": 0.10,
     "recovered_with_damage": 0.20,
     "recovered_unconfirmed": 0.10,
     "unrecovered": 0.0,
     "destroyed": -0.60,
 }
 """Terminal reward of each outcome: a damaged recovery earns a third of a clean one (and each
-destructive action costs 0.20 besides), an unconfirmed one a sixth."""
+destructive action costs 0.20 besides), an unconfirmed, late or undiagnosed one a sixth (a late
+one no more than an unconfirmed one, so that letting the clock run never pays)."""
 
 SETTLED = frozenset({"subgoal", "destructive"})
 """Computed from hidden facts (a sub-goal is reached only on the true culprit; a restart is
@@ -33,7 +36,9 @@ BRIEF = """You are the on-call SRE of a distributed GPU training job: four nodes
 joined by two spines; each leaf keeps one spare node. The job runs a ring AllReduce over all \
 ranks. Someone paged. Find out from your tools what, if anything, is wrong; fix it without \
 destroying work; confirm the fix on fresh evidence; then close the incident with \
-declare_resolved. Lost training time costs money, and every call costs time and tokens.
+declare_resolved. Lost training time costs money: a recovery that lost more of it than the \
+incident's SLO allows (60 to 120 minutes, by what broke) counts as harm. Every call costs time \
+and tokens. Fix a fault only on evidence of its cause.
 
 The dashboard (check_telemetry) is scraped only every few calls and can carry false alerts or \
 mask a degraded node; logs, kernel logs, flight recorders, library versions, topology and \

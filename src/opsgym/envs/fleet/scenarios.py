@@ -3,7 +3,7 @@ settings, and the hidden facts each seed draws.
 
 A *task* is a fault family with its own grader settings: which faults may strike (in the order
 they manifest), the step budget, whether its phases are gated, whether its mistakes are
-irreversible (``harsh``), whether the specialists must be consulted, a bound on lost training.
+irreversible (``harsh``), whether the specialists must be consulted, its SLO on lost training.
 Each fault of a task is present on a share of the seeds only (``presence``) and its severity is
 drawn too, so a task is a prior, never an answer; a seed with no fault present is a false alarm.
 
@@ -57,6 +57,16 @@ from opsgym.envs.fleet.domain import (
 
 PRESENCE = 0.85
 """Default share of a task's seeds on which each of its faults is present."""
+
+FAULT_SLO = {"oom": 60.0, "congestion": 60.0, "gpu_lost": 75.0, "desync": 75.0, "version": 75.0}
+"""The SLO on lost training (minutes at full loss) of an incident of one fault: a restart or a
+ring change is quick; a drain and reschedule, a staged patch or a library fix take longer.
+Set so that the scripted oracle keeps within it even at level 3 (a scrape every 7 calls) on
+99% of 300 test seeds (its worst there: easy 61, medium 56, hard 65, gpu_lost 71; at level 1:
+26, 35, 49, 45)."""
+MULTI_SLO = 120.0
+"""The SLO of an incident of several faults (the oracle's worst at level 3: cascade 112,
+oom+congestion+version 112; at level 1: 73 and 48). ``black_swan`` keeps the source's 90."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +203,8 @@ def compose(
     defaults: ``presence`` (share of seeds on which each fault is present), ``max_steps`` (the
     step budget: 50 for one fault, 40 per fault for more), ``gated`` (strict phase gating),
     ``harsh`` (decoys, wrapped kernel logs, irreversible mistakes), ``coalition`` (coordination
-    sub-goals) and ``slo_minutes`` (a bound on lost training for a pass).
+    sub-goals) and ``slo_minutes`` (the bound on lost training: beyond it a recovery is
+    ``recovered_late``; by default ``FAULT_SLO`` of a single fault, ``MULTI_SLO`` for several).
     """
     for fault in faults:
         if fault not in FAULTS:
@@ -205,7 +216,7 @@ def compose(
         "gated": False,
         "harsh": False,
         "coalition": False,
-        "slo_minutes": None,
+        "slo_minutes": FAULT_SLO[faults[0]] if n == 1 else MULTI_SLO,
     }
     unknown = set(params) - set(settings)
     if unknown:

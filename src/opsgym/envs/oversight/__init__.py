@@ -198,6 +198,9 @@ supervisor who knew every fact could still ship safely in time; otherwise ``corr
 careful supervisor (one that reads each artifact before acting on it, and again after a rework)
 starting with the episode could not have shipped safely before the deadline, else ``stalled``.
 The verdict lists each rule at ship time, ``decided`` and ``hold_justified``.
+A ship is final: approving the ship proposal ends the episode, no tool takes a release back and
+no call is taken after it, so an unsafe ship is always judged ``unsafe_ship``; there is no
+"unsafe ship later reverted" to count (``tests/envs/test_oversight.py``).
 
 ## Arguments
 ``opsgym.make("oversight", scenario=family_or_mixed, seed=..., config={"difficulty": "easy" |
