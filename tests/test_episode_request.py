@@ -104,7 +104,7 @@ def test_a_field_nested_thousands_deep_is_refused_naming_it_on_every_face(field,
             opsgym.make("release", request.pop("scenario", None), 0, **request)
     if field in ("overrides", "config"):
         with pytest.raises(NestingError, match=f"^{field}: nested deeper"):
-            gym.make("opsgym/Release-v4", scenario="mixed", **{field: kwargs[field]})
+            gym.make("opsgym/Release-v5", scenario="mixed", **{field: kwargs[field]})
 
 
 def test_the_row_builders_and_trl_refuse_it():
