@@ -65,17 +65,14 @@ def one_line_error(out: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-# The small solvable setting: the nominal family (v2 can ship on about nine seeds in ten), 80k
-# steps, starts swept back along the oracle's path over the first 30% of them. On these 40 test
-# seeds random earns -27.4, naive -22.7, a policy that always rolls back (what PPO learns without
-# the curriculum) at most 7.2, the oracle 10.3. On two Gym envs (n_steps 256) it rolls back
-# everywhere at 30k, ships everywhere at 50k (unsafely where v2 cannot ship) and ships where v2 can
-# and nowhere else at 80k. The test trains on 16 batched lanes (rollouts of 64 steps a lane, the
-# same 256-step minibatches), which the scalar path would train identically (the parameters test
-# below): on seeds 3 and 1 at 80k, return 7.85 and 7.90, shipped where shippable and safe on 100%
-# each; seed 2 shipped 100% and was safe on 97.5% but earned 6.37 (n_steps 32: 82.5% safe). Two
-# Gym envs learn it better (seed 3: 9.40) but slower: 288 s at load average 3-5 on 2 cores, where
-# the lanes took 48-78 s (with two envs the policy's forward pass per step is the cost).
+# The small solvable setting: the nominal family (v2 can ship on 30 of these 40 test seeds),
+# 160k steps on 16 batched lanes (rollouts of 64 steps a lane, 256-step minibatches), starts swept
+# back along the oracle's path over the first 30% of them. On these seeds (Release-v5) random
+# earns -5.2, naive (ships blind) 5.1 with 10 unsafe, a policy that always rolls back 6.4, the
+# oracle 10.3. Seeds 3, 1 and 2 at 160k: return 7.92, 7.90, 10.13; safe 90%, 90%, 100%; shipped
+# wherever v2 could ship; about 90 s each with two at once on 2 cores. At 80k on v5 the lanes
+# shipped everywhere (25% unsafe, 2.9) and two Gym envs rolled back everywhere (6.8): since v5 a
+# canary on a failing v2 held too long is harm, and it takes longer to learn to read health first.
 EASY = ("--env", "release", "--scenario", "nominal", "--n-envs", "2", "--seed", "3")
 LANES = ("--vector", "--n-envs", "16", "--n-steps", "64")
 
@@ -83,11 +80,12 @@ LANES = ("--vector", "--n-envs", "16", "--n-steps", "64")
 @pytest.mark.slow(minutes=2)
 def test_ppo_learns_to_ship_a_single_easy_family_with_the_curriculum(tmp_path):
     folder = train(
-        tmp_path, "easy", *EASY, *LANES, "--total-timesteps", "80000", "--eval-episodes", "40"
+        tmp_path, "easy", *EASY, *LANES, "--total-timesteps", "160000", "--eval-episodes", "40"
     )
     result = json.loads((folder / "evaluation.json").read_text())
-    assert result["mean_return"] > 7.5, result  # above the always-rollback policy's 7.2
+    assert result["mean_return"] > 7.0, result  # above always rolling back (6.4), naive (5.1)
     assert result["shipped_when_shippable"] >= 0.8, result
+    assert result["safe_rate"] >= 0.85, result
     config = json.loads((folder / "config.json").read_text())
     assert config["curriculum"] and config["vector"] and config["scenario"] == "nominal"
 
