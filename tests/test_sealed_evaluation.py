@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from opsgym.cli import app
-from opsgym.core.request import SEED_INDEX_SPACE, draw_seeds
+from opsgym.core.request import SEALED_INDEX_SPACE, draw_seed, draw_seeds
 from opsgym.core.scenarios import seeds as public_seeds
 from opsgym.core.scenarios import split_of
 from opsgym.evaluation import evaluate
@@ -26,8 +26,9 @@ runner = CliRunner()
 def test_drawn_seeds_are_distinct_in_their_split_and_safe_for_javascript():
     drawn = draw_seeds("dev", 500)
     assert len(set(drawn)) == 500 and {split_of(s) for s in drawn} == {"dev"}
-    assert max(drawn) < 2**53 and 10 * SEED_INDEX_SPACE <= 2**53
+    assert max(drawn) < 2**53 and 10 * SEALED_INDEX_SPACE <= 2**53
     assert min(drawn) > 10 * 10_000  # none of the public table's first 10,000 seeds (p ~ 2e-8)
+    assert draw_seed("test") > 10 * 2**27  # a server's drawn seed, from the sealed space too
 
 
 def test_an_evaluation_draws_its_seeds_keeps_them_and_resumes_on_them(tmp_path):

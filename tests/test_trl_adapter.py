@@ -150,7 +150,10 @@ def test_an_unfinished_episode_is_settled_as_its_budget_ending_there_would_be(en
         going = opsgym.make(env, "mixed", seed)
         table = catalogue(env)
         for _ in range(k):
-            legal = legal_actions(going) or [len(table) - 1]
+            # Not the terminal tool: a refused complete ends the episode (issue 20), and the
+            # point is an episode that has not ended.
+            legal = [i for i in legal_actions(going) if not table[i][0].terminal]
+            legal = legal or [i for i, (tool, _) in enumerate(table) if not tool.terminal]
             tool, args = table[int(rng.choice(legal))]
             ended.step(tool.name, args.model_dump())
             going.step(tool.name, args.model_dump())

@@ -44,11 +44,16 @@ from opsgym.core.scenarios import Scenario, check_seed, check_split, seed_in_spl
 if TYPE_CHECKING:
     from opsgym.core.spec import EnvSpec
 
-SEED_INDEX_SPACE = 2**49
-"""A drawn seed is ``10 * index`` plus a residue of its split, with ``index`` below this: about
-5.6e14 seeds in each residue, so that nobody can tabulate the episodes drawn (a first-view lookup
-over them would take centuries of resets), and every seed below 2**53, so that it survives a
-round trip through JavaScript's numbers (the workbench) and JSON readers that use doubles."""
+SEED_INDEX_SPACE = 2**27
+"""A seed drawn from a seeded stream (a Gym env reset without a seed, TRL's environments, the
+batched lanes) is ``10 * index`` plus a residue of its split, with ``index`` below this. It fixes
+those streams' episodes (and the batched twins mirror it), so it does not change."""
+
+SEALED_INDEX_SPACE = 2**49
+"""The same for a seed nobody may know in advance (an evaluation's sealed seeds, a server's
+drawn ones): about 5.6e14 seeds in each residue, so that nobody can tabulate the episodes drawn
+(a first-view lookup over them would take centuries of resets), and every seed below 2**53, so
+that it survives JavaScript's numbers (the workbench) and JSON readers that use doubles."""
 
 
 class SplitError(OpsgymError, ValueError):
@@ -64,23 +69,30 @@ class NestingError(OpsgymError, ValueError):
 
 
 def draw_seed(split: str, rng: np.random.Generator | None = None) -> int:
-    """A seed of ``split``, drawn with ``rng`` (the operating system's randomness if ``None``;
-    never a global generator).
+    """A seed of ``split``: drawn with ``rng`` from a seeded stream's space
+    (:data:`SEED_INDEX_SPACE`), or, if ``None``, from the operating system's randomness over the
+    sealed space (:data:`SEALED_INDEX_SPACE`). Never a global generator.
     """
     if rng is None:
-        rng = np.random.default_rng(secrets.randbits(128))
+        return _sealed(split, np.random.default_rng(secrets.randbits(128)))
     return seed_in_split(split, int(rng.integers(SEED_INDEX_SPACE)), rng)
 
 
+def _sealed(split: str, rng: np.random.Generator) -> int:
+    return seed_in_split(split, int(rng.integers(SEALED_INDEX_SPACE)), rng)
+
+
 def draw_seeds(split: str, n: int, rng: np.random.Generator | None = None) -> list[int]:
-    """``n`` distinct seeds of ``split``, drawn as :func:`draw_seed` draws one: an evaluation's
-    sealed seeds (unknown before the run, too many to tabulate, stored with its episodes).
+    """``n`` distinct seeds of ``split`` from the sealed space (:data:`SEALED_INDEX_SPACE`):
+    an evaluation's sealed seeds (unknown before the run, too many to tabulate, stored with its
+    episodes), drawn with ``rng`` (the operating system's randomness if ``None``; the audit
+    passes a fixed one).
     """
     if rng is None:
         rng = np.random.default_rng(secrets.randbits(128))
     out: dict[int, None] = {}
     while len(out) < n:
-        out[draw_seed(split, rng)] = None
+        out[_sealed(split, rng)] = None
     return list(out)
 
 

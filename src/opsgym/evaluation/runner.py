@@ -13,12 +13,12 @@ hidden), refuse ``reward_timing="dense"`` (it pays hidden facts through the rewa
 **Seeds are sealed by default.** A seed is the episode's hidden facts: whoever knows it can play
 a twin of the episode and keep the best calls, and the first observation of a public seed often
 names it (a lookup table over the split's first seeds). So an evaluation draws its seeds when it
-is created (``seeds="sealed"``): :data:`~opsgym.core.request.SEED_INDEX_SPACE` seeds of the split's
-residue class, from the operating system's randomness, unknown before the run and too many to
-tabulate. They are kept in the evaluation's config (``drawn``), so a resume plays the same ones
-and the stored evaluation replays, verifies and regenerates its tables as before. The fixed public
-sequence (the split's first seeds, the same for everyone) stays on request (``seeds="public"``),
-and every table says which it was.
+is created (``seeds="sealed"``), from the operating system's randomness, among
+:data:`~opsgym.core.request.SEALED_INDEX_SPACE` seeds of the split's residue class: unknown
+before the run and too many to tabulate. They are kept in the evaluation's config (``drawn``),
+so a resume plays the same ones and the stored evaluation replays, verifies and regenerates its
+tables as before. The fixed public sequence (the split's first seeds, the same for everyone)
+stays on request (``seeds="public"``), and every table says which it was.
 """
 
 from __future__ import annotations
