@@ -149,7 +149,7 @@ def test_inspect_finds_the_tasks_through_the_entry_point_in_a_fresh_process():
 @pytest.mark.parametrize("env", opsgym.list_envs())
 def test_the_model_is_shown_the_world_tools_as_their_models_define_them(env):
     seen: list = []
-    run(face.episode_task(env, n=1, max_steps=1), by_step([], seen))
+    run(face.episode_task(env, n=1, max_steps=1, seeds="public"), by_step([], seen))
     ((messages, tools),) = seen
     ep = opsgym.make(env, "mixed", 9)
     assert [t.name for t in tools] == [t["function"]["name"] for t in ep.tools]
@@ -169,7 +169,7 @@ def test_the_model_is_shown_the_world_tools_as_their_models_define_them(env):
 def test_the_score_is_the_judges_verdict_with_outcome_and_failed_invariants(kept):
     record = oracle("release", "nominal", 9)
     log = run(
-        face.episode_task("release", n=1, scenario="nominal"),
+        face.episode_task("release", n=1, scenario="nominal", seeds="public"),
         by_step([(c["tool"], c["args"]) for c in record["calls"]]),
     )
     score = log.samples[0].scores["verdict"]
@@ -182,7 +182,10 @@ def test_the_score_is_the_judges_verdict_with_outcome_and_failed_invariants(kept
     assert [e["tokens"] for e in episode.events] == [SPENT] * len(record["calls"])
     assert log.results.scores[0].metrics["accuracy"].value == 1.0
 
-    log = run(face.episode_task("release", n=1, scenario="nominal", max_steps=3), by_step([]))
+    log = run(
+        face.episode_task("release", n=1, scenario="nominal", max_steps=3, seeds="public"),
+        by_step([]),
+    )
     score = log.samples[0].scores["verdict"]
     assert score.value == "I" and score.answer == "incomplete"
     assert score.metadata["failed"] and set(score.metadata["failed"]) <= {
@@ -193,7 +196,7 @@ def test_the_score_is_the_judges_verdict_with_outcome_and_failed_invariants(kept
 
 def test_an_inspect_limit_ends_the_sample_and_the_episode_is_settled_where_it_stopped():
     log = run(
-        face.episode_task("release", n=1, scenario="nominal"),
+        face.episode_task("release", n=1, scenario="nominal", seeds="public"),
         by_step([("stage", {}), ("deploy", {}), ("migrate", {})]),
         token_limit=250,  # each scripted turn uses 107
     )
@@ -217,7 +220,9 @@ def test_every_malformed_reply_is_a_recorded_rejection_never_a_run_call(kept):
         ),
     ]
     model = get_model(MODEL, custom_outputs=iter(script), memoize=False)
-    log = run(face.episode_task("release", n=1, scenario="nominal", max_steps=9), model)
+    log = run(
+        face.episode_task("release", n=1, scenario="nominal", max_steps=9, seeds="public"), model
+    )
     (episode,) = kept.values()
     steps = [(e["tool"], e["rejected"] is None) for e in episode.events]
     assert steps == [
@@ -236,14 +241,14 @@ def test_every_malformed_reply_is_a_recorded_rejection_never_a_run_call(kept):
 def test_epochs_give_pass_hat_k_through_inspect_reducers():
     record = oracle("release", "nominal", 9)
     log = run(
-        face.episode_task("release", n=1, scenario="nominal", epochs=2),
+        face.episode_task("release", n=1, scenario="nominal", epochs=2, seeds="public"),
         by_step([(c["tool"], c["args"]) for c in record["calls"]]),
     )
     reduced = {s.reducer: s.metrics["accuracy"].value for s in log.results.scores}
     assert reduced == {"mean": 1.0, "pass_k_2": 1.0}
     assert len(log.samples) == 2
     with pytest.raises(ValueError, match="epochs"):
-        face.episode_task("release", epochs=0)
+        face.episode_task("release", epochs=0, seeds="public")
 
 
 # -- leaks --------------------------------------------------------------------------------
