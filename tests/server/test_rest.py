@@ -386,6 +386,37 @@ def test_an_evaluation_that_fails_over_http_is_stored_failed_and_a_restart_resum
     assert (done["status"], done["episodes"], done["job"]["total"]) == ("done", 3, 2)
 
 
+def test_an_evaluation_s_job_is_read_before_the_store_so_done_means_stored_done():
+    """Regression (a CI flake of the test above): the route read the store, then serialised the
+    job's live dict, so a job that ended in between showed ``done`` beside the store's
+    ``running``. The job is copied before the store is read."""
+    import datetime
+    import json
+    from types import SimpleNamespace
+
+    from opsgym.server.routes.evaluations import get_evaluation, list_evaluations
+
+    job = {"name": "e", "status": "running", "done": 2, "total": 3, "error": None}
+    now = datetime.datetime.now(datetime.UTC)
+    stored = {"name": "e", "status": "running", "created_at": now, "updated_at": now}
+
+    class Store:
+        def evaluation(self, name):
+            job["status"] = "done"  # the job ends while the store is read
+            return dict(stored)
+
+        def evaluations(self):
+            return [self.evaluation("e")]
+
+    for read in (
+        lambda jobs: json.loads(get_evaluation("e", Store(), jobs).body),
+        lambda jobs: json.loads(list_evaluations(Store(), jobs).body)[0],
+    ):
+        job["status"] = "running"
+        row = read(SimpleNamespace(jobs={"e": job}, verifications={}))
+        assert (row["status"], row["job"]["status"]) == ("running", "running")
+
+
 # -- OpenEnv over plain HTTP (stateless, as in OpenEnv) ---------------------------------------
 
 

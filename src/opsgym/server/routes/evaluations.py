@@ -26,12 +26,14 @@ router = APIRouter(prefix="/api/evaluations", tags=["store"])
 def list_evaluations(db: Store, jobs: EvalJobs) -> JSON:
     """Every stored evaluation, with the running jobs' progress."""
     out = []
+    running = {name: _copy(job) for name, job in list(jobs.jobs.items())}  # before the store
+    checks = {name: _copy(job) for name, job in list(jobs.verifications.items())}
     for e in db.evaluations():
         row = {**e, "created_at": e["created_at"].isoformat()}
         row["updated_at"] = e["updated_at"].isoformat()
         row.pop("aggregates", None)
-        row["job"] = jobs.jobs.get(e["name"])
-        row["verify"] = jobs.verifications.get(e["name"])
+        row["job"] = running.get(e["name"])
+        row["verify"] = checks.get(e["name"])
         out.append(row)
     return JSON(out)
 
@@ -41,8 +43,10 @@ def get_evaluation(name: str, db: Store, jobs: EvalJobs) -> JSON:
     """One evaluation with its aggregates, its job's progress if started here, and its
     last verification here (``POST /api/evaluations/{name}/verify``).
     """
-    job = jobs.jobs.get(name)
-    verify = jobs.verifications.get(name)
+    # Copies taken before the store is read: the job's dict changes under a running job, and a
+    # job shown ``done`` must not sit beside the store's ``running`` read before it ended.
+    job = _copy(jobs.jobs.get(name))
+    verify = _copy(jobs.verifications.get(name))
     try:
         e = db.evaluation(name)
     except OpsgymError:
@@ -61,6 +65,10 @@ def get_evaluation(name: str, db: Store, jobs: EvalJobs) -> JSON:
     row["updated_at"] = e["updated_at"].isoformat()
     row["job"], row["verify"] = job, verify
     return JSON(row)
+
+
+def _copy(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if state is None else dict(state)
 
 
 @router.post("/{name}/verify", status_code=status.HTTP_202_ACCEPTED, response_model=R.VerifyJob)
