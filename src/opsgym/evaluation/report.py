@@ -33,8 +33,7 @@ SEED_LABELS = {
 
 def seeds_label(config: Any) -> str:
     """What every table says about where the evaluation's seeds came from."""
-    mode = getattr(config, "seeds", None) or "public"
-    return SEED_LABELS.get(mode, mode)
+    return SEED_LABELS[config.seeds]
 
 
 def _pct(est: Mapping[str, Any]) -> str:

@@ -11,14 +11,14 @@ Generator per lane, and names outcomes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from opsgym.core.errors import OpsgymError
 from opsgym.core.registry import spec
-from opsgym.core.request import held_out_refusal
+from opsgym.core.request import check_overrides, held_out_refusal
 from opsgym.core.rewards import check_reward_timing
 from opsgym.core.scenarios import check_split, families
 from opsgym.vector._streams import fresh_seeds
@@ -100,6 +100,9 @@ class Batch:
         max_steps: The step budget (``None``: the registered one), as ``OpsEnv(max_steps=...)``.
         max_episode_steps: The ``TimeLimit`` of ``gym.make`` (``None``: the registered one).
         reward_timing: Only ``"end"``.
+        overrides: Hidden facts forced in every episode, checked as every face checks them
+            (:func:`~opsgym.core.request.check_overrides`: a held-out family forced on
+            ``train`` is refused) and kept as ``overrides``.
 
     Subclasses set ``world`` and ``OUTCOMES``, and give ``seeds``, ``done``, ``outcome``.
     """
@@ -116,6 +119,7 @@ class Batch:
         max_steps: int | None,
         max_episode_steps: int | None,
         reward_timing: str,
+        overrides: Mapping[str, Any] | None = None,
     ):
         if num < 1:
             raise BatchError(f"num must be >= 1, got {num}")
@@ -143,6 +147,9 @@ class Batch:
             if world.scenario(name).held_out and self.split == "train":
                 raise held_out_refusal(self.world, world.scenario(name))  # every face's words
         self.scenarios = names
+        self.overrides = dict(overrides or {})
+        for name in set(names):
+            check_overrides(world, world.scenario(name), self.split, self.overrides)
         self.families = world.families()
         named = [f.name for f in self.families]
         in_split = set(families(world.scenarios, self.split))

@@ -33,7 +33,6 @@ import numpy as np
 
 from opsgym.core.errors import UnknownNameError
 from opsgym.core.registry import catalogue
-from opsgym.core.request import check_overrides
 from opsgym.envs.oversight.domain import COST, MINUTES, QUESTIONS, RULES
 from opsgym.envs.oversight.encode import ACTIONS as CATALOGUE
 from opsgym.envs.oversight.encode import ANSWERS, PER_SLOT, OversightEncoder
@@ -264,11 +263,9 @@ class OversightBatch(Batch):
             max_steps=max_steps,
             max_episode_steps=max_episode_steps,
             reward_timing=reward_timing,
+            overrides=overrides,
         )
-        n = self.num
-        overrides = dict(overrides or {})
-        for name in set(self.scenarios):
-            check_overrides(self.spec, self.spec.scenario(name), self.split, overrides)
+        n, overrides = self.num, self.overrides
         config = dict(config or {})
         self.spec.check_config(config)
         difficulty, mix, weights = settings(config)
