@@ -36,7 +36,8 @@ clock = time.perf_counter
 ENV, TOOL, ARGS = "release", "inspect", {"target": "all"}
 MCP_TOOL = f"{ENV}_{TOOL}"
 """The tool's MCP name (always ``<env>_<tool>``: see ``opsgym.adapters.mcp``)."""
-SCENARIOS = [s.name for s in specs()[ENV].scenarios]
+# Episodes start on train seeds, where a held-out family is refused (as on every face).
+SCENARIOS = [s.name for s in specs()[ENV].scenarios if not s.held_out]
 
 
 def free_port() -> int:
