@@ -328,6 +328,13 @@ def _register_serve() -> None:
             f"opsgym {opsgym.__version__} serving on http://{shown}:{settings.port}  "
             f"(API docs /docs, OpenEnv /ws, REST /api; store: {settings.db or 'default'})"
         )
+        from opsgym.server import ui
+
+        typer.echo(
+            f"workbench: http://{shown}:{settings.port}/ui/"
+            if ui.built()
+            else f"workbench: not built ({ui.NOT_BUILT.split(': ', 1)[1]})"
+        )
         serve(settings)
 
 

@@ -31,8 +31,9 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+import opsgym
 from opsgym.core.errors import OpsgymError, PolicyRefusedError, UnknownNameError
-from opsgym.server import routes, training, worlds
+from opsgym.server import responses, routes, training, ui, worlds
 from opsgym.server.errors import Conflict, Missing
 from opsgym.server.guard import Guard
 from opsgym.server.jobs import Jobs
@@ -173,6 +174,8 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
         app.include_router(router)
     app.include_router(training.router(supervisor, settings))
     app.include_router(worlds.router(app.router.routes))
+    _about(app, settings)
+    ui.mount(app)
     app.add_middleware(
         Guard,
         token=settings.token,
@@ -189,6 +192,25 @@ def create_app(settings: ServerSettings | None = None, **overrides: Any) -> Fast
             allow_headers=["authorization", "content-type"],
         )
     return app
+
+
+def _about(app: FastAPI, settings: ServerSettings) -> None:
+    @app.get("/api/server", tags=["server"], response_model=responses.ServerInfo)
+    def about() -> JSON:
+        """What this server is and how it is guarded."""
+        return JSON(
+            {
+                "api_version": API_VERSION,
+                "package_version": opsgym.__version__,
+                "auth": "token" if settings.token else "loopback",
+                "agent_token": settings.agent_token is not None,
+                "training": settings.training,
+                "allow_overrides": settings.allow_overrides,
+                "workbench": ui.built(),
+                "max_sessions": settings.max_sessions,
+                "max_eval_episodes": settings.max_eval_episodes,
+            }
+        )
 
 
 async def _reap(manager: SessionManager, every: float) -> None:

@@ -30,6 +30,18 @@ AGENT_PATHS = (
 """What the agent token reaches (prefixes): the worlds and sessions, not the store."""
 
 
+def _public(scope: Scope) -> bool:
+    """Whether a request needs no token: ``/health``, and reading the workbench's static pages
+    (``/``, ``/ui/...``), which hold no data: what they show they fetch from ``/api`` with the
+    token the user gives them.
+    """
+    path = scope["path"]
+    if path == "/health":
+        return True
+    reading = scope["type"] == "http" and scope.get("method") in ("GET", "HEAD")
+    return reading and (path in ("/", "/ui") or path.startswith("/ui/"))
+
+
 def _agent_may(scope: Scope) -> bool:
     """Whether the agent token reaches this request: the worlds, a session it holds the id of
     (not the list of everyone's sessions), never the store.
@@ -113,7 +125,7 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check one request or handshake, then pass it on."""
         kind = scope["type"]
-        if kind not in ("http", "websocket") or scope["path"] == "/health":
+        if kind not in ("http", "websocket") or _public(scope):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])

@@ -23,6 +23,26 @@ class Reply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# -- the server -------------------------------------------------------------------------------
+
+
+class ServerInfo(Reply):
+    """What the server is and how it is guarded (the workbench's home page shows it)."""
+
+    api_version: str
+    package_version: str
+    auth: Literal["token", "loopback"] = Field(
+        description="``token``: every route but /health wants a bearer token; ``loopback``: no "
+        "token, and only this machine's clients are answered."
+    )
+    agent_token: bool = Field(description="A second, narrower token for agents is configured.")
+    training: bool = Field(description="Training jobs may be started over HTTP.")
+    allow_overrides: bool = Field(description="Sessions may force hidden facts (leak tests).")
+    workbench: bool = Field(description="The workbench is built into this package (/ui/).")
+    max_sessions: int
+    max_eval_episodes: int
+
+
 # -- worlds -----------------------------------------------------------------------------------
 
 
@@ -51,6 +71,9 @@ class EnvInfo(Reply):
     harmful_outcomes: list[str] = Field(
         description="Outcomes in which the agent did harm; the rest of the unsafe ones are "
         "unfinished. Every chart draws safe calm, harmful red, unfinished grey."
+    )
+    outcome_kinds: dict[str, Literal["safe", "harmful", "unfinished"]] = Field(
+        description="What each outcome means, for its colour, icon and label."
     )
     curriculum: bool = Field(description="Whether the world has levels (a curriculum).")
 

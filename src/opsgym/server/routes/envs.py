@@ -42,6 +42,7 @@ def describe_env(name: str) -> dict[str, Any]:
         "outcomes": sorted(s.outcome_rewards),
         "safe_outcomes": sorted(s.safe_outcomes),
         "harmful_outcomes": sorted(s.harmful_outcomes),
+        "outcome_kinds": {o: s.outcome_kind(o) for o in sorted(s.outcome_rewards)},
         "curriculum": s.curriculum is not None,
     }
 

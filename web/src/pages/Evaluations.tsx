@@ -1,0 +1,8 @@
+export default function Evaluations() {
+  return (
+    <section>
+      <h1>Evaluations</h1>
+      <p className="muted">This page is being built.</p>
+    </section>
+  );
+}
