@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from seed_long import seed_long  # e2e/, beside this file
+
 from opsgym.core.request import EpisodeRequest
 from opsgym.evaluation.harness import evaluate
 from opsgym.server import ServerSettings, serve
@@ -79,6 +81,7 @@ def main() -> None:
             "evaluations": {name: env for name, (env, _, _) in EVALUATIONS.items()},
             "timeout_seed": timeout_after_commit(),
             "tampered": tamper(db, "e2e-release"),
+            "long": seed_long(db),
         }
         text = json.dumps(fixtures, indent=1)
         (Path(tmp) / "fixtures.json").write_text(text)
