@@ -4,11 +4,10 @@
 import { readFileSync } from "node:fs";
 import type { APIRequestContext, Page } from "@playwright/test";
 import type { Schemas } from "../src/api/client";
-import { expect, expectAccessible, expectNoOverflow, fixtures, test, type Fixtures } from "./fixtures";
+import { expect, expectAccessible, expectNoOverflow, fixtures, test } from "./fixtures";
 
 type Row = Schemas["EpisodeRow"];
-/** e2e/serve.py also stores a 2,000-step episode (e2e/seed_long.py): its id. */
-const seeded = () => fixtures() as Fixtures & { long: number };
+const seeded = fixtures;
 const releaseEvaluation = () => Object.keys(seeded().evaluations).find((name) => seeded().evaluations[name] === "release")!;
 
 async function listed(request: APIRequestContext, query: string): Promise<{ rows: Row[]; total: number }> {

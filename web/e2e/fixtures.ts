@@ -8,6 +8,7 @@ export interface Fixtures {
   evaluations: Record<string, string>;
   timeout_seed: number;
   tampered: { episode: number; step: number; field: string };
+  long: number;
 }
 
 export function fixtures(): Fixtures {
