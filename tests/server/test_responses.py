@@ -110,6 +110,7 @@ def test_the_worlds_sessions_and_store_answer_as_documented(tmp_path):
         ended = checked(live, "GET", f"/api/sessions/{sid}")
         assert ended["done"] and ended["family"]
         record = checked(live, "GET", f"/api/sessions/{sid}/record")["record"]
+        checked(live, "GET", f"/api/sessions/{sid}/replay")
         checked(live, "POST", "/api/grade", json={"record": record})
         checked(live, "POST", "/api/timeline", json={"record": record, "limit": 3})
         checked(live, "DELETE", f"/api/sessions/{sid}")

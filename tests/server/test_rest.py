@@ -191,6 +191,19 @@ def test_the_record_is_a_409_while_the_episode_runs_and_holds_the_truth_after(sh
     assert late["record"]["token_source"] == "estimate"
 
 
+def test_an_ended_session_s_record_replays_on_the_server_and_not_before_it_ends(shared):
+    sid = create(shared.client, env="release", scenario="deploy_timeout", seed=4)["id"]
+    call(shared.client, sid, "stage")
+    early = shared.client.get(f"/api/sessions/{sid}/replay")
+    assert early.status_code == 409 and "still running" in early.json()["detail"]
+    shared.client.post(f"/api/sessions/{sid}/step", json={"policy": "oracle", "to_end": True})
+    checked = shared.client.get(f"/api/sessions/{sid}/replay").json()
+    record = shared.client.get(f"/api/sessions/{sid}/record").json()["record"]
+    assert checked["match"] and checked["admissible"] and checked["first_difference"] is None
+    assert checked["recorded_hash"] == record["hash"] == checked["replayed_hash"]
+    assert checked["verdict"] == record["verdict"]
+
+
 def test_every_finished_episode_is_saved_once_and_replays_and_no_unfinished_one_is(live):
     c = live.client
     by_policy = create(c, env="release", scenario="mixed", seed=7)["id"]

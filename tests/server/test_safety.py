@@ -18,6 +18,7 @@ from tests.server.wire import (  # noqa: F401 -- *_server: the fixtures shared, 
     KNOWN,
     act,
     alone,
+    as_served,
     ask,
     call,
     close_code,
@@ -197,6 +198,52 @@ def test_a_malformed_step_is_a_422_and_costs_the_episode_nothing(plain, body, sa
     assert reply.status_code == 422
     assert says in json.dumps(reply.json()["detail"])
     assert plain.client.get(f"/api/sessions/{sid}").json() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "says"),
+    [
+        (
+            {"tool": "inspect", "args": {"target": "bogus"}},
+            ["body", "args", "target"],
+            "Input should be 'all', 'deploy', 'migration' or 'router'",
+        ),
+        (
+            {"tool": "shift_traffic", "args": {"percent": 150}},
+            ["body", "args", "percent"],
+            "less than or equal to 100",
+        ),
+        ({"tool": "stage", "args": {"x": 1}}, ["body", "args", "x"], "Extra inputs"),
+        ({"tool": "stag", "args": {}}, ["body", "tool"], "no tool 'stag'"),
+    ],
+)
+def test_a_strict_call_its_schema_refuses_is_a_422_naming_the_field_and_costs_nothing(
+    plain, body, loc, says
+):
+    sid = create(plain.client, env="release", scenario="nominal", seed=4)["id"]
+    call(plain.client, sid, "stage")
+    before = plain.client.get(f"/api/sessions/{sid}").json()
+    reply = plain.client.post(f"/api/sessions/{sid}/step", json={**body, "strict": True})
+    assert reply.status_code == 422, reply.text
+    (error,) = reply.json()["detail"]
+    assert error["loc"] == loc and says in error["msg"]
+    assert plain.client.get(f"/api/sessions/{sid}").json() == before
+    # Without strict the same call is the agent's: a rejected step that costs `invalid`.
+    loose = plain.client.post(f"/api/sessions/{sid}/step", json=body).json()["steps"]
+    assert loose[0]["rejected"] and loose[0]["components"]["invalid"] < 0
+
+
+def test_a_strict_call_that_fits_its_schema_steps_as_any_call_does(plain):
+    sid = create(plain.client, env="release", scenario="nominal", seed=4)["id"]
+    body = {"tool": "inspect", "args": {"target": "deploy"}}
+    strict = plain.client.post(f"/api/sessions/{sid}/step", json={**body, "strict": True})
+    twin = as_served("release", "nominal", 4, [("inspect", body["args"])])
+    assert strict.status_code == 200
+    assert strict.json()["session"]["observation"] == twin.observe()
+    refused = plain.client.post(
+        f"/api/sessions/{sid}/step", json={"policy": "oracle", "strict": True}
+    )
+    assert refused.status_code == 422 and "strict goes with tool" in refused.text
 
 
 def test_a_record_that_cannot_be_replayed_is_a_422_not_a_server_error(shared):

@@ -198,6 +198,13 @@ class SessionStep(Strict):
         None, max_length=128, description="A named policy (GET /api/envs) makes the call instead."
     )
     to_end: bool = Field(False, description="With policy: play on until the episode ends.")
+    strict: bool = Field(
+        False,
+        description="With tool: a tool the world lacks, or arguments its schema refuses, are a "
+        "422 naming the field (body.tool, body.args.NAME) and the episode takes no step. "
+        "Without it they make a rejected call that costs the invalid component, as any "
+        "agent's would. Preconditions are the world's to judge either way.",
+    )
 
     @model_validator(mode="after")
     def _one_actor(self) -> SessionStep:
@@ -207,6 +214,8 @@ class SessionStep(Strict):
             raise ValueError("args go with tool, not with policy")
         if self.to_end and self.policy is None:
             raise ValueError("to_end goes with policy")
+        if self.strict and self.tool is None:
+            raise ValueError("strict goes with tool")
         return self
 
 

@@ -396,6 +396,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions/{session_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Session Replay
+         * @description The ended episode's record judged again from its calls, as ``POST /api/grade`` judges a
+         *     posted one. Here the record never leaves the server: a client's JSON may write ``30.0`` as
+         *     ``30`` (JavaScript does), which changes the hash chain of a record posted back.
+         */
+        get: operations["session_replay_api_sessions__session_id__replay_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions/{session_id}/step": {
         parameters: {
             query?: never;
@@ -2485,6 +2507,12 @@ export interface components {
              */
             policy?: string | null;
             /**
+             * Strict
+             * @description With tool: a tool the world lacks, or arguments its schema refuses, are a 422 naming the field (body.tool, body.args.NAME) and the episode takes no step. Without it they make a rejected call that costs the invalid component, as any agent's would. Preconditions are the world's to judge either way.
+             * @default false
+             */
+            strict: boolean;
+            /**
              * To End
              * @description With policy: play on until the episode ends.
              * @default false
@@ -3749,6 +3777,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionRecord"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    session_replay_api_sessions__session_id__replay_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayCheck"];
                 };
             };
             /** @description Validation Error */

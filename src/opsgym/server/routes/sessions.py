@@ -11,13 +11,16 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from opsgym.server import responses as R
 from opsgym.server.errors import Conflict
-from opsgym.server.models import ForcedSessionCreate, SessionCreate, SessionStep
-from opsgym.server.openenv import JSON, tools_of
+from opsgym.server.models import ForcedSessionCreate, GradeRequest, SessionCreate, SessionStep
+from opsgym.server.openenv import JSON, errors, tools_of
 from opsgym.server.policies import check_episode, check_policy, role_of
 from opsgym.server.routes.deps import Manager, Replays, Role
+from opsgym.server.routes.episodes import grade
 from opsgym.server.sessions import Session, told
 from opsgym.server.timeline import lies_view
 
@@ -105,6 +108,8 @@ async def step_session(session_id: str, body: SessionStep, request: Request) -> 
     session = manager.get(session_id)
     if session.kind != "rest":
         raise Conflict(f"session {session_id} belongs to its WebSocket")
+    if body.strict and body.tool is not None:
+        check_call(session, body.tool, body.args)
     if not session.busy.acquire(blocking=False):
         raise Conflict(f"session {session_id} is busy with another request")
     try:
@@ -148,6 +153,21 @@ def session_record(session_id: str, manager: Manager, timelines: Replays) -> JSO
     )
 
 
+@router.get("/{session_id}/replay", response_model=R.ReplayCheck)
+def session_replay(session_id: str, manager: Manager) -> JSON:
+    """The ended episode's record judged again from its calls, as ``POST /api/grade`` judges a
+    posted one. Here the record never leaves the server: a client's JSON may write ``30.0`` as
+    ``30`` (JavaScript does), which changes the hash chain of a record posted back.
+    """
+    session = manager.get(session_id)
+    if not session.done:
+        raise Conflict(
+            f"session {session_id} is still running (step {session.episode.steps}); its "
+            "record is replayed once the episode has ended"
+        )
+    return grade(GradeRequest(record=session.episode.record()))
+
+
 @router.delete("/{session_id}", response_model=R.Closed)
 def delete_session(session_id: str, manager: Manager) -> JSON:
     """Close a session (an ended episode is saved; a running one is dropped)."""
@@ -161,6 +181,32 @@ HOT_ROUTE = "/api/sessions/{session_id}/step"
 # A request tries the routes in order (a regex and scope bookkeeping each, some microseconds):
 # the one a client calls every step goes first (and this router first of the /api ones).
 router.routes.sort(key=lambda route: getattr(route, "path", "") != HOT_ROUTE)
+
+
+def check_call(session: Session, tool: str, args: dict[str, Any]) -> None:
+    """Refuse a strict call that the world's tool schemas refuse, before the episode sees it:
+    a person's slip at a form (the workbench's) costs the episode nothing, and the 422 names
+    the field as any bad body's does. Only the schemas are read (public, the same for every
+    episode of the world), so the refusal tells nothing of the episode.
+
+    Raises:
+        RequestValidationError: the world has no such tool, or the arguments do not fit it.
+    """
+    world = session.episode.world
+    found = world.tools.get(tool)
+    if found is None:
+        message = f"the {session.episode.env} world has no tool {tool!r}; it has " + ", ".join(
+            world.tools
+        )
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("body", "tool"), "msg": message, "input": tool}]
+        )
+    try:
+        found.args.model_validate(args)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**e, "loc": ("body", "args", *e["loc"])} for e in errors(exc)]
+        ) from None
 
 
 def _step_entry(session: Session, index: int) -> dict[str, Any]:
