@@ -189,3 +189,20 @@ def test_resolve_run_refuses_what_could_reach_outside_the_folder(tmp_path):
         resolve_run(tmp_path, "../x")
     with pytest.raises(UnknownNameError, match="release__ppo__1__1"):
         resolve_run(tmp_path, "nope")
+
+
+def test_the_agent_token_may_not_make_strict_calls_that_skip_the_invalid_cost(serve):
+    live = serve(token=OPERATOR, agent_token=AGENT)
+    sid = create(live.client, env="release", seed=1)["id"]
+    body = {"tool": "shift_traffic", "args": {"percent": 150}, "strict": True}
+    agent = {"Authorization": f"Bearer {AGENT}"}
+    refused = live.client.post(f"/api/sessions/{sid}/step", json=body, headers=agent)
+    assert refused.status_code == 403 and "strict" in refused.json()["detail"]
+    # The same call without strict is recorded and costs `invalid`, as every agent's does.
+    plain = {k: v for k, v in body.items() if k != "strict"}
+    taken = live.client.post(f"/api/sessions/{sid}/step", json=plain, headers=agent)
+    assert taken.status_code == 200 and taken.json()["session"]["steps"] == 1
+    # The operator (the workbench's person) gets the 422 naming the field, and no step.
+    operator = live.client.post(f"/api/sessions/{sid}/step", json=body)
+    assert operator.status_code == 422 and "percent" in operator.text
+    assert live.client.get(f"/api/sessions/{sid}").json()["steps"] == 1

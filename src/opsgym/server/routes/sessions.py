@@ -18,7 +18,7 @@ from opsgym.server import responses as R
 from opsgym.server.errors import Conflict
 from opsgym.server.models import ForcedSessionCreate, GradeRequest, SessionCreate, SessionStep
 from opsgym.server.openenv import JSON, errors, tools_of
-from opsgym.server.policies import check_episode, check_policy, role_of
+from opsgym.server.policies import AgentRefusedError, check_episode, check_policy, role_of
 from opsgym.server.routes.deps import Manager, Replays, Role
 from opsgym.server.routes.episodes import grade
 from opsgym.server.sessions import Session, told
@@ -109,6 +109,10 @@ async def step_session(session_id: str, body: SessionStep, request: Request) -> 
     if session.kind != "rest":
         raise Conflict(f"session {session_id} belongs to its WebSocket")
     if body.strict and body.tool is not None:
+        if role_of(request.scope) == "agent":
+            # An agent's malformed call is recorded and costs `invalid`, as in every face: the
+            # strict check is for a person at the workbench's form, not a way around the cost.
+            raise AgentRefusedError("the agent token may not make strict calls")
         check_call(session, body.tool, body.args)
     if not session.busy.acquire(blocking=False):
         raise Conflict(f"session {session_id} is busy with another request")
