@@ -16,6 +16,8 @@ interface Props {
   event: RecordedEvent;
   summary: StepSummary;
   total: number;
+  /** Every lie of the episode: the true picture marks those told up to this step. */
+  lies: Lie[];
   told: Lie[];
   settled: Lie[];
   difference: ReplayCheck["first_difference"];
@@ -50,7 +52,7 @@ function FieldTable({ fields, paths, marked, mark, label, empty }: {
   );
 }
 
-export function StepDetail({ env, event, summary, total, told, settled, difference, replayed, replayError }: Props) {
+export function StepDetail({ env, event, summary, total, lies, told, settled, difference, replayed, replayError }: Props) {
   const { report, truth, changed, added, disagree } = summary;
   // The true fields worth a look first: those the call changed, and those the report contradicts.
   const news = new Set([...changed, ...disagree]);
@@ -136,7 +138,7 @@ export function StepDetail({ env, event, summary, total, told, settled, differen
         <ErrorNote error={replayError} />
       ) : replayed ? (
         <div className="ep-picture" role="region" aria-label={`The world at step ${event.step}`} tabIndex={0}>
-          <WorldPicture env={env} observation={replayed.observation} truth={event.truth} />
+          <WorldPicture env={env} observation={replayed.observation} truth={event.truth} lies={lies} />
         </div>
       ) : (
         <p className="muted" aria-busy="true">

@@ -140,6 +140,7 @@ function Loaded({ id, stored, replay }: LoadedProps) {
             event={events[selected - 1]}
             summary={summary(selected - 1)}
             total={total}
+            lies={lies.told}
             told={marks.told.get(selected) ?? []}
             settled={marks.settled.get(selected) ?? []}
             difference={difference}

@@ -86,6 +86,7 @@ export function Session({ state, worlds, go }: Props) {
           step={selected > 0 ? (history[selected - 1] ?? null) : null}
           observation={pictures[selected] ?? null}
           truth={truth}
+          lies={record.data?.lies.told ?? null}
         />
         {!view.done && world && <ActPanel view={view} world={world} state={state} go={go} act={act} />}
       </div>

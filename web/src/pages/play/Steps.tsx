@@ -113,9 +113,11 @@ interface DetailProps {
   observation: Observation | null;
   /** The truth after it: only once the episode has ended. */
   truth: Observation | null;
+  /** The ended episode's lies, for the true picture. */
+  lies: Lie[] | null;
 }
 
-export function StepDetail({ env, step, observation, truth }: DetailProps) {
+export function StepDetail({ env, step, observation, truth, lies }: DetailProps) {
   const n = step?.step ?? 0;
   return (
     <section className="play-step" aria-labelledby="step-title">
@@ -132,7 +134,7 @@ export function StepDetail({ env, step, observation, truth }: DetailProps) {
       <h3>{truth ? "The world as reported, and the truth" : "The world as the agent sees it"}</h3>
       <div className="play-picture" data-step={n} data-testid="picture">
         {observation ? (
-          <WorldPicture env={env} observation={observation} truth={truth} />
+          <WorldPicture env={env} observation={observation} truth={truth} lies={lies} />
         ) : (
           <p className="muted">
             This page did not see the world after step {n}: a policy played it within one request.
