@@ -94,6 +94,14 @@ bench: setup
 	$(BIN)/python benchmarks/evaluate.py
 	$(BIN)/python benchmarks/server.py
 	$(BIN)/python benchmarks/vector.py
+	# the workbench's figures, in Debian's Chromium (a store of 10,000 episodes; skipped, with a
+	# line, without Node >= 20.19)
+ifeq ($(NODE_OK),yes)
+	@$(MAKE) --no-print-directory $(UI)
+	cd web && PYTHON=../$(BIN)/python npx --no-install playwright test -c e2e/bench/playwright.config.ts
+else
+	@echo "workbench figures: skipped (needs Node >= 20.19)"
+endif
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .make runs \

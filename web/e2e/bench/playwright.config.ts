@@ -1,4 +1,4 @@
-// The workbench's episode benchmarks (not part of `make test`): their own server on a store of
+// The workbench's figures (`make bench`; not part of `make test`): their own server on a store of
 // 10,000 episodes (serve_bench.py), Debian's Chromium as the specs use it. Run from web/:
 //   PYTHON=../.venv/bin/python npx playwright test -c e2e/bench/playwright.config.ts
 import { defineConfig } from "@playwright/test";
