@@ -1,7 +1,8 @@
 """Speed of the batched worlds, beside their physical references, in one run.
 
-Rows, for each world (``--worlds``, release and oversight by default; env steps per second, a
-vector step of N lanes counting N, autoreset steps included, as Gymnasium counts them):
+Rows, for each world (``--worlds``, release, oversight and fleet by default; env steps per
+second, a vector step of N lanes counting N, autoreset steps included, as Gymnasium counts
+them):
 
 * ``<world> batched``: ``BatchedVectorEnv(N, env=world, scenario="mixed")`` (``copy=False``),
   random valid actions drawn from ``action_masks()`` (the draw outside the timer, as in
@@ -19,7 +20,7 @@ Each figure is the best of ``--repeats`` runs (the machine is shared: the best i
 disturbed). ``--profile`` adds where a batched step spends its time and its operations.
 
     python benchmarks/vector.py [--lanes 4096] [--steps 300] [--repeats 3] [--profile]
-        [--worlds release oversight]
+        [--worlds release oversight fleet]
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ PARTS = {
     + ["_draw", "_probe", "_safe", "_commit", "_write_schema", "_green_ok", "_calm"],
     "oversight": ["_encode", "_inspect", "_approve", "_block", "_land", "_arrive", "_propose"]
     + ["_open_phase", "_reveal", "_judge", "_earliest_ship", "_careful_ship"],
+    "fleet": ["_encode", "_masks", "_implicate", "_draw", "_capture", "_advance", "_status"]
+    + ["_telemetry", "_render", "_nccl", "_kernel", "_flight", "_delegate", "_coalition"]
+    + ["_restart_rank", "_drain", "_reschedule", "_reach", "_judge"],
 }
 """The methods ``--profile`` times, by world."""
 
@@ -236,7 +240,8 @@ def profile(lanes: int, steps: int, env: str = "release") -> dict[str, float]:
         queue._refill, queue.pop = refill, pop
     out = {name: 1e3 * s / steps for name, s in spent.items()}
     if "_draw" in out:
-        out["rng: probe and verify draws"] = out.pop("_draw")
+        label = {"release": "probe and verify draws", "fleet": "the draws reports read"}[env]
+        out[f"rng: {label}"] = out.pop("_draw")
     return out
 
 
@@ -284,7 +289,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--worlds", nargs="+", default=["release", "oversight"])
+    parser.add_argument("--worlds", nargs="+", default=["release", "oversight", "fleet"])
     args = parser.parse_args()
     n, steps = args.lanes, args.steps
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

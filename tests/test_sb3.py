@@ -69,7 +69,7 @@ def test_maskable_ppo_training_is_reproducible_with_one_seed():
     assert np.array_equal(train(), train())
 
 
-@pytest.mark.parametrize("env", ["release", "oversight"])
+@pytest.mark.parametrize("env", ["release", "oversight", "fleet"])
 def test_the_batched_curriculum_starts_every_lane_where_the_gym_curriculum_does(env):
     """``batched_prefix_start`` over the batched lanes is ``PrefixStart(Monitor(gym.make))`` in a
     ``DummyVecEnv``, step by step: observations, masks, rewards, dones, where each episode

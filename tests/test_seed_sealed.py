@@ -200,7 +200,7 @@ def test_gym_infos_never_hold_the_seed(env):
     assert genv.unwrapped.episode.seed == SEED  # the harness's, after the end
 
 
-@pytest.mark.parametrize("env", ["release", "oversight"])
+@pytest.mark.parametrize("env", ["release", "oversight", "fleet"])
 def test_vector_infos_name_a_lanes_seed_only_on_the_step_that_ends_it(env):
     from opsgym.vector import BatchedVectorEnv
 

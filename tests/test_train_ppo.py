@@ -29,13 +29,15 @@ HANG_S = 1800
 machine and several times that when the machine runs other jobs (400 s once failed so)."""
 
 
-def opsgym(*args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:
+def opsgym(
+    *args: str, timeout: float = HANG_S, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "opsgym.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=ENV,
+        env=ENV if env is None else env,
     )
 
 
@@ -102,7 +104,7 @@ def test_two_runs_with_one_seed_save_identical_parameters(tmp_path, path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env", ["release", "oversight"])
+@pytest.mark.parametrize("env", ["release", "oversight", "fleet"])
 def test_the_batched_lanes_train_the_parameters_the_gym_envs_train(tmp_path, env):
     """``--vector`` is the same run: the same episodes on every lane, the curriculum's draws and
     starts, masks and reward timing, so the same parameters bit for bit (``mixed``, curriculum
@@ -188,9 +190,22 @@ def test_an_unknown_env_is_a_one_line_error(tmp_path):
 
 
 def test_vector_on_a_world_without_a_batched_twin_is_a_one_line_error(tmp_path):
-    out = opsgym("train", "ppo", "--env", "fleet", "--vector", "--out", str(tmp_path))
+    # the plugin world (tests/conftest.py) has none: the subprocess finds it as this one does
+    site = next(p for p in sys.path if Path(p, "opsgym_flag_world-0.1.dist-info").is_dir())
+    root = str(Path(__file__).resolve().parents[1])
+    paths = os.pathsep.join([site, root, *filter(None, [ENV.get("PYTHONPATH")])])
+    out = opsgym(
+        "train",
+        "ppo",
+        "--env",
+        "flag",
+        "--vector",
+        "--out",
+        str(tmp_path),
+        env={**ENV, "PYTHONPATH": paths},
+    )
     line = one_line_error(out)
-    assert "fleet" in line and "release" in line and "oversight" in line
+    assert "flag" in line and all(w in line for w in ("release", "oversight", "fleet"))
     assert not (tmp_path / "runs").exists() and list(tmp_path.iterdir()) == []
 
 

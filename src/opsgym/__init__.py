@@ -63,7 +63,8 @@ def refresh_envs() -> list[str]:
 
 
 _GYM_ENTRY_POINT = "opsgym.adapters.gym:OpsEnv"
-_BATCHED = {"release", "oversight"}  # worlds with a batched twin (opsgym.vector.env.WORLDS)
+# the worlds with a batched twin (opsgym.vector.env.WORLDS)
+_BATCHED = {"release", "oversight", "fleet"}
 
 
 def _register_gym_ids() -> None:

@@ -40,7 +40,7 @@ trajectory from the outset (fading from 0.9) on none of 4; at 300k steps both sh
 ``--no-mask`` trains and plays with masking off (invalid calls are rejected and cost
 ``invalid``).
 
-**Batched lanes** (``--vector``, release and oversight): the environments are lanes of the
+**Batched lanes** (``--vector``, every built-in world): the environments are lanes of the
 world's batched twin (:mod:`opsgym.vector`) and the curriculum runs over them
 (:func:`batched_prefix_start`); the run is the same, parameters bit for bit. It pays from tens
 of lanes on (``benchmarks/ppo.md``): then PPO's update is what training waits on.
@@ -85,7 +85,7 @@ class PPOConfig(TrainerConfig):
     vector: bool = False
     """Step the environments as lanes of the world's batched twin (opsgym.vector) instead of
     one Gym env each: the same episodes, curriculum, masks and rewards, so the same run bit for
-    bit, with the simulator's cost nearly gone (release and oversight only)."""
+    bit, with the simulator's cost nearly gone (every built-in world has a twin)."""
     curriculum: bool = True
     """Start training episodes part-way along the reference trajectory, fading out (why: the
     docstring of opsgym.training.ppo)."""
@@ -207,18 +207,23 @@ def reference_calls(
 
 def as_catalogue_call(env: str, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The catalogue action closest to ``tool(**args)``: the call itself if the catalogue has
-    it, else the tool's only catalogue action if it has exactly one, else the call as it is.
+    it, else the call with the arguments every catalogue action of the tool fixes set to the
+    catalogue's (all of them where the tool has one action), if the catalogue has that, else
+    the call as it is.
 
     Without it the release oracle's states are not the policy's: the oracle moves from a 10%
     canary straight to 100%, the catalogue's ``shift_traffic()`` climbs 10, 50, 100, and a
     policy started after the oracle's jump never learnt what to do at 50% (measured: it rolled
-    back every episode).
+    back every episode). The fleet oracle reads flight recorders with ``last=4``, the catalogue
+    with ``last=1`` (the vector reads a dump's summary, never its entries): the same states.
     """
     same = [a.model_dump() for t, a in catalogue(env) if t.name == tool]
     full = spec(env).world.tools[tool].args.model_validate(args).model_dump()
-    if full in same or len(same) != 1:
+    if full in same or not same:
         return tool, args
-    return tool, same[0]
+    fixed = {k: v for k, v in same[0].items() if all(a[k] == v for a in same)}
+    closest = {**full, **fixed}
+    return (tool, closest) if closest in same else (tool, args)
 
 
 class PrefixStart(gym.Wrapper):

@@ -33,11 +33,17 @@ Layout = list[tuple[int, str, int | slice]]
 
 
 def blocks(
-    owner: Any, num: int, floats: dict[str, float], bools: Sequence[str], ints: dict[str, int]
+    owner: Any,
+    num: int,
+    floats: dict[str, float],
+    bools: Sequence[str],
+    ints: dict[str, int],
+    int_type: type[np.integer] = np.int32,
 ) -> Layout:
     """Give ``owner`` its state blocks ``_f``, ``_b``, ``_i`` (with their values at reset,
     ``_f_init`` and ``_i_init``) and one attribute per field, a view of its row; return
-    their layout (for :func:`bind`).
+    their layout (for :func:`bind`). ``int_type`` is the integer block's (``np.int64`` where
+    a field holds a set of 32 ranks as bits).
 
     A field named ``name`` whose rows ``name0``, ``name1``, ... follow one another also gets
     the view ``name`` of all of them (``(k, num)``): a group, such as one row per slot.
@@ -45,8 +51,8 @@ def blocks(
     owner._f = np.empty((len(floats), num))
     owner._f_init = np.array(list(floats.values()), dtype=float)
     owner._b = np.zeros((len(bools), num), bool)
-    owner._i = np.empty((len(ints), num), np.int32)
-    owner._i_init = np.array(list(ints.values()), np.int32)
+    owner._i = np.empty((len(ints), num), int_type)
+    owner._i_init = np.array(list(ints.values()), int_type)
     layout: Layout = []
     for block, rows in enumerate((list(floats), list(bools), list(ints))):
         groups: dict[str, list[int]] = {}

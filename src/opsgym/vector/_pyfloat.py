@@ -57,3 +57,36 @@ def python_sum(columns: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
         comp += np.where(np.abs(total) >= np.abs(x), (total - t) + x, (x - t) + total)
         total = t
     return np.where((comp != 0) & np.isfinite(comp), total + comp, total)
+
+
+_SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two 26-bit halves
+
+
+def _two_product(a: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, e)`` with ``p = fl(a * b)`` and ``a * b = p + e`` exactly (Dekker)."""
+    p = a * b
+    ca = _SPLITTER * a
+    ah = ca - (ca - a)
+    al = a - ah
+    cb = _SPLITTER * b
+    bh = cb - (cb - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def py_round(x: np.ndarray, ndigits: int) -> np.ndarray:
+    """Python's ``round(x, ndigits)`` of each float ``x`` (``0 <= ndigits <= 22``), whatever
+    its range: the exact product ``x * 10**ndigits`` rounded half to even to an integer ``k``
+    (Python's decimal rounding of ``x``), then ``k / 10**ndigits`` (correctly rounded, as the
+    float Python parses from that decimal).
+
+    The product is ``p + e`` exactly; ``p``'s fraction less a half is exact and, unless zero,
+    larger than ``e``, so it alone decides the side; at zero ``e`` does, and a true tie goes
+    to the even neighbour.
+    """
+    scale = float(10**ndigits)
+    p, e = _two_product(np.asarray(x, dtype=float), scale)
+    k = np.floor(p)
+    d = (p - k) - 0.5
+    up = np.where(d != 0, d > 0, (e > 0) | ((e == 0) & (np.fmod(k, 2) != 0)))
+    return np.asarray((k + up) / scale)

@@ -39,13 +39,14 @@ class GeneratorStreams:
     Args:
         num: Number of lanes.
         split: The split episode seeds are drawn from (as ``OpsEnv(split=...)``).
+        width: The most doubles one :meth:`consume` spends on a lane.
     """
 
-    def __init__(self, num: int, split: str):
+    def __init__(self, num: int, split: str, width: int = 2):
         self.split = check_split(split)
         self._seeders: list[np.random.Generator | None] = [None] * num
         self._episodes: list[np.random.Generator | None] = [None] * num
-        self._spent = np.zeros((2, num))
+        self._spent = np.zeros((width, num))
 
     def seed(self, lanes: np.ndarray, seeds: list[int]) -> None:
         """Seed the seed streams of ``lanes`` (``reset(seed=...)`` of each lane's env)."""
@@ -79,15 +80,15 @@ class GeneratorStreams:
         return out
 
     def consume(self, lanes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Spend the next ``counts`` (one or two) doubles of each of ``lanes``' episode
-        streams; returns where each lane's first of them lies, for :meth:`value`.
+        """Spend the next ``counts`` (at most ``width``) doubles of each of ``lanes``'
+        episode streams; returns where each lane's first of them lies, for :meth:`value`.
         """
         for lane, count in zip(lanes.tolist(), counts.tolist(), strict=True):
             self._spent[:count, lane] = self._episodes[lane].random(count)
         return np.zeros(lanes.size, np.int64)
 
-    def value(self, lanes: np.ndarray, at: np.ndarray, j: int) -> np.ndarray:
-        """The ``j``-th double (0 or 1) of the draws each of ``lanes`` spent at ``at``."""
+    def value(self, lanes: np.ndarray, at: np.ndarray, j: int | np.ndarray) -> np.ndarray:
+        """The ``j``-th double of the draws each of ``lanes`` spent at ``at`` (their last)."""
         return self._spent[j, lanes]
 
 
@@ -179,7 +180,7 @@ class PCGStreams:
         self._spent[lanes] = at + counts
         return at
 
-    def value(self, lanes: np.ndarray, at: np.ndarray, j: int) -> np.ndarray:
+    def value(self, lanes: np.ndarray, at: np.ndarray, j: int | np.ndarray) -> np.ndarray:
         """The ``j``-th double of the draws each of ``lanes`` spent at ``at``: one jump of
         the LCG from the state its episode's draws resumed from.
         """

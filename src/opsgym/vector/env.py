@@ -2,12 +2,13 @@
 
 ``BatchedVectorEnv(num_envs=N, env="oversight", scenario="mixed")`` is ``N`` copies of
 ``gym.make("opsgym/Oversight-v1", scenario="mixed")`` behind one ``VectorEnv`` (and
-``ReleaseVectorEnv``, ``OversightVectorEnv`` the same with their world): lane ``i`` reset
-with seed ``s + i`` (or the ``i``-th of a list of seeds) plays exactly the episodes that env
-plays after ``reset(seed=s + i)``, as ``gym.make_vec(..., vectorization_mode="sync")`` would,
-only in arrays. Autoreset follows Gymnasium's ``AutoresetMode`` (``NEXT_STEP`` by default:
-the step after a lane's episode ends resets that lane, ignores its action and returns its
-first observation with reward 0); ``action_masks()`` gives every lane's mask.
+``ReleaseVectorEnv``, ``OversightVectorEnv``, ``FleetVectorEnv`` the same with their world):
+lane ``i`` reset with seed ``s + i`` (or the ``i``-th of a list of seeds) plays exactly the
+episodes that env plays after ``reset(seed=s + i)``, as ``gym.make_vec(...,
+vectorization_mode="sync")`` would, only in arrays. Autoreset follows Gymnasium's
+``AutoresetMode`` (``NEXT_STEP`` by default: the step after a lane's episode ends resets that
+lane, ignores its action and returns its first observation with reward 0); ``action_masks()``
+gives every lane's mask.
 
 Infos are arrays with ``_key`` masks, as Gymnasium's vector envs give them: ``outcome``,
 ``return`` and ``seed`` (the episode's seed) for lanes whose episode ended on this step.
@@ -30,10 +31,11 @@ from gymnasium.vector.utils import batch_space
 from opsgym.core.errors import UnknownNameError
 from opsgym.core.registry import spec
 from opsgym.vector._batch import BatchError
+from opsgym.vector.fleet import FleetBatch
 from opsgym.vector.oversight import OversightBatch
 from opsgym.vector.release import ReleaseBatch
 
-WORLDS = {"release": ReleaseBatch, "oversight": OversightBatch}
+WORLDS = {"release": ReleaseBatch, "oversight": OversightBatch, "fleet": FleetBatch}
 """The worlds that have a batched twin, by name."""
 
 
@@ -56,8 +58,8 @@ class BatchedVectorEnv(gym.vector.VectorEnv):
 
     Args:
         num_envs: Number of sub-environments (lanes).
-        env: The world (``"release"`` or ``"oversight"``); lets ``gym.make_vec`` pass the
-            registration's kwargs through a ``vector_entry_point``.
+        env: The world (``"release"``, ``"oversight"`` or ``"fleet"``); lets ``gym.make_vec``
+            pass the registration's kwargs through a ``vector_entry_point``.
         scenario: One scenario for every lane, or one per lane; ``None``: the world's first,
             as ``gym.make`` (evaluations and training use ``"mixed"``).
         split: ``train`` (default), ``dev`` or ``test``, as ``OpsEnv(split=...)``.
@@ -231,4 +233,11 @@ class OversightVectorEnv(BatchedVectorEnv):
     """:class:`BatchedVectorEnv` of the oversight world (``env="oversight"``)."""
 
     def __init__(self, num_envs: int = 1, env: str = "oversight", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)
+
+
+class FleetVectorEnv(BatchedVectorEnv):
+    """:class:`BatchedVectorEnv` of the fleet world (``env="fleet"``)."""
+
+    def __init__(self, num_envs: int = 1, env: str = "fleet", **kwargs: Any):
         super().__init__(num_envs, env, **kwargs)

@@ -1,7 +1,8 @@
 """The batched worlds as a Stable-Baselines3 ``VecEnv`` (needs the ``train`` extra).
 
 ``MaskablePPO("MlpPolicy", ReleaseSB3VecEnv(256))`` trains on 256 lanes without a Python env
-per lane (``OversightSB3VecEnv`` for oversight; ``BatchedSB3VecEnv(n, env=...)`` for either).
+per lane (``OversightSB3VecEnv`` for oversight, ``FleetSB3VecEnv`` for fleet;
+``BatchedSB3VecEnv(n, env=...)`` for any).
 It is what ``DummyVecEnv([lambda: gym.make("opsgym/Release-v5", ...)] * n)`` gives SB3, lane
 for lane: the same observations, float32 rewards, dones and masks, the episode's
 last observation in ``info["terminal_observation"]`` with ``info["TimeLimit.truncated"]``, and
@@ -30,9 +31,10 @@ class BatchedSB3VecEnv(VecEnv):
 
     Args:
         num_envs: Number of lanes.
-        env: The world (``"release"`` or ``"oversight"``).
+        env: The world (``"release"``, ``"oversight"`` or ``"fleet"``).
         **kwargs: As the world's batch (:class:`~opsgym.vector.release.ReleaseBatch`,
-            :class:`~opsgym.vector.oversight.OversightBatch`): ``scenario``, ``split``,
+            :class:`~opsgym.vector.oversight.OversightBatch`,
+            :class:`~opsgym.vector.fleet.FleetBatch`): ``scenario``, ``split``,
             ``overrides``, ``config``, ``max_steps``, ``max_episode_steps``, ``rng``.
     """
 
@@ -136,4 +138,11 @@ class OversightSB3VecEnv(BatchedSB3VecEnv):
     """:class:`BatchedSB3VecEnv` of the oversight world."""
 
     def __init__(self, num_envs: int, env: str = "oversight", **kwargs: Any):
+        super().__init__(num_envs, env, **kwargs)
+
+
+class FleetSB3VecEnv(BatchedSB3VecEnv):
+    """:class:`BatchedSB3VecEnv` of the fleet world."""
+
+    def __init__(self, num_envs: int, env: str = "fleet", **kwargs: Any):
         super().__init__(num_envs, env, **kwargs)
