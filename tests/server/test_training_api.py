@@ -197,6 +197,7 @@ def test_files_and_the_archive_stay_inside_the_job_folder(server, tmp_path):
     assert [f["path"] for f in listed] == ["checkpoints/ppo_64_steps.zip", "model.zip"]
     model = live.client.get("/api/training/jobs/files/files/model.zip")
     assert model.content == (folder / "model.zip").read_bytes()
+    assert listed[1]["sha256"] == hashlib.sha256(model.content).hexdigest()
 
     base = "/api/training/jobs/files/files/"
     for path in (
@@ -225,6 +226,11 @@ def test_files_and_the_archive_stay_inside_the_job_folder(server, tmp_path):
         ]
         packed = tar.extractfile("files/model.zip").read()
     assert hashlib.sha256(packed).digest() == hashlib.sha256(model.content).digest()
+
+    (folder / "model.zip").write_bytes(b"rewritten")  # a file written again is hashed again
+    os.utime(folder / "model.zip", ns=(1, 1))
+    listed = live.client.get("/api/training/jobs/files/artifacts").json()["files"]
+    assert listed[1]["sha256"] == hashlib.sha256(b"rewritten").hexdigest()
 
 
 def test_a_path_is_refused_unless_it_names_a_file_inside_the_folder(tmp_path):

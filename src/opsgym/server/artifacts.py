@@ -10,11 +10,13 @@ archives skip links for the same reason.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tarfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +70,34 @@ def files_of(root: Path) -> list[tuple[str, Path]]:
     return sorted(found)
 
 
-def listing(root: Path) -> list[dict[str, Any]]:
-    """``files_of(root)`` as ``{"path", "size", "modified"}`` (ISO 8601, UTC)."""
+def listing(root: Path, *, hashes: bool = False) -> list[dict[str, Any]]:
+    """``files_of(root)`` as ``{"path", "size", "modified"}`` (ISO 8601, UTC), and with
+    ``hashes`` each file's ``sha256`` (hex), so that a client can check what it downloaded.
+    """
     out = []
     for relative, path in files_of(root):
         try:
             stat = path.stat()
+            digest = sha256(str(path), stat.st_size, stat.st_mtime_ns) if hashes else None
         except OSError:  # deleted since the walk (a trainer rotating its checkpoints)
             continue
         modified = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat()
-        out.append({"path": relative, "size": stat.st_size, "modified": modified})
+        row = {"path": relative, "size": stat.st_size, "modified": modified}
+        out.append(row if digest is None else {**row, "sha256": digest})
     return out
+
+
+@lru_cache(maxsize=4096)
+def sha256(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 (hex) of the file at ``path``, remembered while its size and modification time
+    stay the same (a run's model can be large, and its listing is asked for again and again).
+    """
+    del size, mtime_ns  # the cache's key: a file rewritten since is hashed again
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def archive(root: Path, top: str) -> Iterator[bytes]:

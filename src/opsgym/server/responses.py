@@ -637,6 +637,7 @@ class Artifact(Reply):
     path: str
     size: int
     modified: str
+    sha256: str = Field(description="SHA-256 of its bytes (hex), to check a download against.")
 
 
 class Artifacts(Reply):

@@ -420,9 +420,9 @@ def router(supervisor: Supervisor, settings: Any) -> APIRouter:  # noqa: C901 --
 
     @api.get("/jobs/{name}/artifacts", response_model=R.Artifacts)
     def list_artifacts(name: JobName) -> JSON:
-        """The files in the job's run folder (symbolic links left out)."""
+        """The files in the job's run folder (symbolic links left out), each with its SHA-256."""
         job = job_of(name)
-        return JSON({"name": name, "files": artifacts.listing(folder_of(job))})
+        return JSON({"name": name, "files": artifacts.listing(folder_of(job), hashes=True)})
 
     @api.get(
         "/jobs/{name}/files/{path:path}",

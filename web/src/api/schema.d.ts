@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * List Artifacts
-         * @description The files in the job's run folder (symbolic links left out).
+         * @description The files in the job's run folder (symbolic links left out), each with its SHA-256.
          */
         get: operations["list_artifacts_api_training_jobs__name__artifacts_get"];
         put?: never;
@@ -927,6 +927,11 @@ export interface components {
             modified: string;
             /** Path */
             path: string;
+            /**
+             * Sha256
+             * @description SHA-256 of its bytes (hex), to check a download against.
+             */
+            sha256: string;
             /** Size */
             size: number;
         };
