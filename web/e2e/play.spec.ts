@@ -2,6 +2,7 @@
 // nothing of the truth, and what the page shows once the episode has ended.
 import type { Page, Response } from "@playwright/test";
 import { expect, expectAccessible, expectNoOverflow, fixtures, test } from "./fixtures";
+import { expectRefusals } from "./refusals";
 
 interface JsonSchema {
   properties?: Record<string, { enum?: unknown[]; anyOf?: { type?: string }[]; type?: string; default?: unknown }>;
@@ -9,13 +10,6 @@ interface JsonSchema {
 interface World {
   name: string;
   tools: { function: { name: string; parameters: JsonSchema } }[];
-}
-
-/** The browser logs each 4xx answer as a console error: forgive those a test provoked. */
-function forgive(problems: string[], status: number) {
-  for (let i = problems.length - 1; i >= 0; i--) {
-    if (problems[i].includes(`status of ${status}`)) problems.splice(i, 1);
-  }
 }
 
 function sessionOf(page: Page): string {
@@ -46,6 +40,7 @@ test("every tool of every world renders a form, and a bad value shows the server
   page,
   problems,
 }) => {
+  const refusals = expectRefusals(page, problems, 422);
   const worlds = (await (await page.request.get("/api/envs")).json()) as World[];
   expect(worlds.map((w) => w.name).sort()).toEqual(["fleet", "oversight", "release"]);
   for (const world of worlds) {
@@ -100,7 +95,7 @@ test("every tool of every world renders a form, and a bad value shows the server
   await form.getByRole("button", { name: "Call check_telemetry" }).click();
   await expect(form.getByText("args.verbose: Extra inputs are not permitted")).toBeVisible();
   expect(await (await page.request.get(`/api/sessions/${id}`)).json()).toEqual(before);
-  forgive(problems, 422);
+  refusals();
 });
 
 test("a live release mixed episode whose deploy times out after committing holds nothing of the truth until it ends", async ({

@@ -62,6 +62,7 @@ test("the token dialog works and the token never appears in a URL or localStorag
   await dialog.getByLabel("Token").fill(TOKEN);
   await dialog.getByRole("button", { name: "Use token" }).click();
   await expect(dialog).toBeHidden();
+  await expect(page.getByRole("button", { name: "Token ✓" })).toBeVisible();
   await expect(page.locator(`[data-evaluation="${EVALUATION}"]`)).toBeVisible();
   await page.getByRole("link", { name: EVALUATION }).click();
   await expect(page.locator('[data-policy="oracle"] [data-whisker]').first()).toBeVisible();

@@ -9,11 +9,20 @@ export type OutcomeKind = "safe" | "harmful" | "unfinished";
 
 const TOKEN_KEY = "opsgym.token";
 
+/** Fired when the token is set or cleared (the header's button and live streams follow it). */
+export const TOKEN_CHANGED = "opsgym:token-changed";
+
 /** The operator's token: in sessionStorage only (never localStorage, never a URL). */
 export const token = {
   get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
-  set: (value: string) => sessionStorage.setItem(TOKEN_KEY, value),
-  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+  set: (value: string) => {
+    sessionStorage.setItem(TOKEN_KEY, value);
+    window.dispatchEvent(new Event(TOKEN_CHANGED));
+  },
+  clear: () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    window.dispatchEvent(new Event(TOKEN_CHANGED));
+  },
 };
 
 /** Fired when the server answers 401: the token dialog opens. */

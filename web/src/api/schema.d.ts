@@ -1952,7 +1952,7 @@ export interface components {
              * Vector
              * @description Step the environments as lanes of the world's batched twin (opsgym.vector) instead of
              *     one Gym env each: the same episodes, curriculum, masks and rewards, so the same run bit for
-             *     bit, with the simulator's cost nearly gone (release and oversight only).
+             *     bit, with the simulator's cost nearly gone (every built-in world has a twin).
              * @default false
              */
             vector: boolean;

@@ -1,6 +1,6 @@
-import type { ReactNode } from "react";
+import { useSyncExternalStore, type ReactNode } from "react";
 import { Link, useRoute } from "wouter";
-import { token } from "../api/client";
+import { token, TOKEN_CHANGED } from "../api/client";
 import { openTokenDialog, TokenDialog } from "./TokenDialog";
 
 const PAGES: [string, string][] = [
@@ -22,7 +22,13 @@ function NavLink({ href, label }: { href: string; label: string }) {
   );
 }
 
+function subscribe(onChange: () => void) {
+  window.addEventListener(TOKEN_CHANGED, onChange);
+  return () => window.removeEventListener(TOKEN_CHANGED, onChange);
+}
+
 export function Layout({ children }: { children: ReactNode }) {
+  const hasToken = useSyncExternalStore(subscribe, () => token.get() !== null);
   return (
     <>
       <a className="skip" href="#main">
@@ -36,7 +42,7 @@ export function Layout({ children }: { children: ReactNode }) {
           ))}
         </nav>
         <button type="button" className="quiet" onClick={openTokenDialog}>
-          {token.get() ? "Token ✓" : "Token"}
+          {hasToken ? "Token ✓" : "Token"}
         </button>
       </header>
       <main id="main">{children}</main>

@@ -24,7 +24,7 @@ export function EpisodeTable({ rows, caption }: { rows: EpisodeRow[]; caption: s
   return (
     <div className="ep-scroll" tabIndex={0} role="region" aria-label="Episodes table">
       <table className="ep-table">
-        <caption className="ep-sr-only">{caption}</caption>
+        <caption className="sr-only">{caption}</caption>
         <thead>
           <tr>
             <th scope="col">Episode</th>

@@ -138,16 +138,16 @@ function StepRow({ row, total, top, marks, differs, selected, onSelect }: RowPro
         {row.call}
       </span>
       <span className={disagree ? "ep-c-rep ep-diff" : "ep-c-rep"}>
-        <span className="ep-sr-only">Reported: </span>
+        <span className="sr-only">Reported: </span>
         {disagree && <Mark icon="≠" text="differs from the truth" />}
         {row.reportedLine}
       </span>
       <Truth className={disagree ? "ep-c-true ep-diff" : "ep-c-true"}>
-        <span className="ep-sr-only">True: </span>
+        <span className="sr-only">True: </span>
         {row.trueLine}
       </Truth>
       <span className="ep-c-reward num">
-        <span className="ep-sr-only">Reward: </span>
+        <span className="sr-only">Reward: </span>
         {formatSigned(row.reward)}
       </span>
     </div>
@@ -159,7 +159,7 @@ function Mark({ icon, text, className }: { icon: string; text: string; className
   return (
     <span className={className ? `ep-mark ${className}` : "ep-mark"} title={text}>
       <span aria-hidden="true">{icon}</span>
-      <span className="ep-sr-only">{text}</span>
+      <span className="sr-only">{text}</span>
     </span>
   );
 }

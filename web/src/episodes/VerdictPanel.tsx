@@ -36,7 +36,7 @@ export function VerdictPanel({ verdict, kind }: { verdict: Verdict | null; kind:
             {failed.map((i) => (
               <li key={i.name} className="ep-failed" data-invariant={i.name} data-held="false">
                 <span aria-hidden="true">✗</span> <strong>{i.name}</strong>
-                <span className="ep-sr-only"> failed</span>: {i.reason}
+                <span className="sr-only"> failed</span>: {i.reason}
               </li>
             ))}
           </ul>
@@ -48,7 +48,7 @@ export function VerdictPanel({ verdict, kind }: { verdict: Verdict | null; kind:
               {passed.map((i) => (
                 <li key={i.name} data-invariant={i.name} data-held="true">
                   <span aria-hidden="true">✓</span> <strong>{i.name}</strong>
-                  <span className="ep-sr-only"> held</span>: {i.reason}
+                  <span className="sr-only"> held</span>: {i.reason}
                 </li>
               ))}
             </ul>
