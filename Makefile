@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8000
 DB     ?= runs/opsgym.sqlite
 
-.PHONY: setup run test lint style typecheck bench clean ui web-types web-test
+.PHONY: setup run test lint style typecheck bench clean ui web-types web-test screenshots
 
 # The workbench (web/): React, built by Vite into the package (opsgym/server/ui_dist), served at
 # /ui/. It needs Node >= 20.19 (Vite 8); without it `make run` serves the API alone.
@@ -57,6 +57,9 @@ web-test: setup
 	cd web && npx --no-install vite build --logLevel warn
 	cd web && node scripts/size.mjs
 	cd web && PYTHON=../$(BIN)/python npx --no-install playwright test
+
+screenshots: setup ui  ## retake the README's screenshots of the workbench (docs/workbench/)
+	cd web && UPDATE_SCREENSHOTS=1 PYTHON=../$(BIN)/python npx --no-install playwright test e2e/screenshots.spec.ts
 
 run: setup ui  ## the main job: the server and workbench on 127.0.0.1, the SQLite store in runs/
 	$(BIN)/opsgym eval --env release --policy oracle --policy naive --episodes 50 --db $(DB) --out runs/eval
