@@ -232,31 +232,6 @@ def test_every_fact_the_world_draws_can_be_forced():
         replay(FleetVectorEnv(len(runs), **kwargs), runs)
 
 
-@pytest.mark.parametrize(("fact", "values"), list(opsgym.hidden_facts("fleet", "mixed").items()))
-def test_the_batched_face_tells_no_hidden_fact_before_a_revealing_tool(fact, values):
-    """The leak test of the Gym face (``tests/test_all_envs.py``), on the lanes: each hidden
-    fact forced both ways, the same calls short of one that may reveal it, and every lane's
-    observations and masks are the same up to the end of its episode."""
-    allowed = [i for i, (name, _) in enumerate(CALLS) if name not in values["revealed_by"]]
-    rng = np.random.default_rng(3)
-    actions = rng.choice(allowed, size=(40, 8))
-    seen = []
-    for value in values["values"]:
-        env = FleetVectorEnv(8, scenario="mixed", split="test", overrides={fact: value})
-        obs, _ = env.reset(seed=0)
-        trace, running = [(obs, env.action_masks())], np.ones(8, bool)
-        for step in actions:
-            obs, _, terminated, truncated, _ = env.step(step)
-            trace.append(
-                (np.where(running[:, None], obs, 0), env.action_masks() & running[:, None])
-            )
-            running &= ~(terminated | truncated)
-        seen.append(trace)
-    for other in seen[1:]:
-        for t, ((obs, masks), (obs_b, masks_b)) in enumerate(zip(seen[0], other, strict=True)):
-            assert np.array_equal(obs, obs_b) and np.array_equal(masks, masks_b), (fact, t)
-
-
 @pytest.mark.parametrize(
     "config",
     [
