@@ -84,7 +84,8 @@ test: style
 	@mkdir -p .make
 	@$(MAKE) --no-print-directory typecheck > .make/typecheck.log 2>&1 & typecheck=$$!; \
 	$(BIN)/opsgym audit --episodes 30 > .make/audit.log 2>&1 & audit=$$!; \
-	$(MAKE) --no-print-directory web-test > .make/web.log 2>&1 & web=$$!; \
+	{ start=$$(date +%s); $(MAKE) --no-print-directory web-test; code=$$?; \
+	  echo "web-test: $$(( $$(date +%s) - start )) s"; exit $$code; } > .make/web.log 2>&1 & web=$$!; \
 	$(BIN)/pytest -q -n 2 --dist loadgroup; tests=$$?; \
 	wait $$typecheck; typed=$$?; wait $$audit; audited=$$?; wait $$web; webbed=$$?; \
 	echo "--- make typecheck (exit $$typed)"; cat .make/typecheck.log; \
