@@ -2,8 +2,8 @@
 // (`status`, `metrics`, `log`, then `end`). A finished job's stream replays all of it and ends,
 // so the page needs no other source for them.
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect, useReducer } from "react";
-import type { Schemas } from "../api/client";
+import { useEffect, useReducer, useSyncExternalStore } from "react";
+import { token, TOKEN_CHANGED, type Schemas } from "../api/client";
 import type { Curves } from "./chart";
 import { follow } from "./sse";
 
@@ -52,9 +52,16 @@ export function reduce(state: JobStream, action: Action): JobStream {
   }
 }
 
+function onToken(changed: () => void) {
+  window.addEventListener(TOKEN_CHANGED, changed);
+  return () => window.removeEventListener(TOKEN_CHANGED, changed);
+}
+
 export function useJobStream(name: string): JobStream {
   const [state, dispatch] = useReducer(reduce, EMPTY);
   const client = useQueryClient();
+  // A stream refused for want of a token starts again once one is given.
+  const bearer = useSyncExternalStore(onToken, token.get);
 
   useEffect(() => {
     const abort = new AbortController();
@@ -76,7 +83,7 @@ export function useJobStream(name: string): JobStream {
       abort.signal,
     ).catch((error: unknown) => dispatch({ type: "error", error }));
     return () => abort.abort();
-  }, [name, client]);
+  }, [name, client, bearer]);
 
   return state;
 }
