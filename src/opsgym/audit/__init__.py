@@ -1,10 +1,11 @@
 """``opsgym audit``: the proof, per world, that the number is honest.
 
-Three sections per world, each a list of checks with the bound it must meet:
+Five sections per world, each a list of checks with the bound it must meet:
 
 * **leak** (:mod:`~opsgym.audit.leak`): with each hidden fact of each scenario forced to each of
   its values, random non-revealing calls of every argument form leave every agent-visible
-  channel identical;
+  channel identical; for a world with a batched twin, one more row does the same on its lanes
+  (:mod:`~opsgym.audit.lanes`);
 * **exploits** (:mod:`~opsgym.audit.exploits`): the world's exploit suite, played on test-split
   seeds beside its oracle and the random policy, stays under its bounds;
 * **rewards** (:mod:`~opsgym.audit.rewards`): one seed gives one return, the oracle out-earns
@@ -30,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 
 from opsgym.audit.exploits import Suite
+from opsgym.audit.lanes import LANES, STEPS, has_twin, lane_leaks
 from opsgym.audit.leak import leak_test
 from opsgym.audit.report import SECTIONS, AuditReport, Check
 from opsgym.audit.rewards import reward_checks
@@ -163,7 +165,21 @@ def leak_checks(
                 },
             )
         )
+    if has_twin(spec.name):
+        rows.append(_lane_check(spec.name))
     return rows
+
+
+def _lane_check(world: str) -> Check:
+    """The leak test on the world's batched twin (:mod:`opsgym.audit.lanes`)."""
+    facts, leaks = lane_leaks(world)
+    measured = (
+        str(leaks[0]) + (f" (+{len(leaks) - 1} more facts)" if len(leaks) > 1 else "")
+        if leaks
+        else f"{facts} facts x {LANES} lanes x {STEPS} calls"
+    )
+    details = {"facts": facts, "lanes": LANES, "steps": STEPS, "leaks": [str(x) for x in leaks]}
+    return Check("batched face (mixed)", measured, "identical", not leaks, details)
 
 
 __all__ = ["AuditReport", "Check", "audit_world", "leak_checks", "leak_seeds", "run_audit"]
