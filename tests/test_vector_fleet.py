@@ -15,6 +15,7 @@ from opsgym.agents.base import get_policy
 from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchError, FleetBatch, FleetVectorEnv
+from tests.vector_lanes import sync_and_batched
 
 GYM_ID = spec("fleet").gym_id
 CALLS = [(tool.name, args.model_dump(exclude_none=True)) for tool, args in catalogue("fleet")]
@@ -299,31 +300,8 @@ class Quiet(gym.Wrapper):
         return self.env.unwrapped.action_masks()
 
 
-def sync_and_batched(n: int, seed: int, steps: int, **kwargs: Any) -> None:
-    """``gym.make_vec(..., "sync")`` over the scalar face and the batch, same random valid
-    actions, every result compared (autoresets included).
-    """
-    sync = gym.make_vec(GYM_ID, n, vectorization_mode="sync", wrappers=[Quiet], **kwargs)
-    ours = FleetVectorEnv(n, **kwargs)
-    rng = np.random.default_rng(seed)
-    a, _ = sync.reset(seed=seed)
-    b, _ = ours.reset(seed=seed)
-    ends = 0
-    for t in range(steps):
-        masks = np.stack(sync.call("action_masks"))
-        assert np.array_equal(a, b) and np.array_equal(masks, ours.action_masks()), t
-        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-        *a_out, _ = sync.step(actions)
-        *b_out, _ = ours.step(actions)
-        a, b = a_out[0], b_out[0]
-        for x, y in zip(a_out, b_out, strict=True):
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), t
-        ends += int(np.sum(a_out[2] | a_out[3]))
-    assert ends > n  # every lane autoreset at least once, on average
-
-
 def test_next_step_autoreset_is_gymnasiums_sync_vector_env():
-    sync_and_batched(6, 11, 80, scenario="mixed")
+    sync_and_batched("fleet", 6, 11, 80, wrappers=[Quiet], scenario="mixed")
 
 
 def test_same_step_autoreset_reports_the_final_observation():

@@ -17,6 +17,7 @@ from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchedVectorEnv, BatchError, OversightBatch, OversightVectorEnv
 from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
 from opsgym.vector._streams import PCGStreams
+from tests.vector_lanes import sync_and_batched
 
 GYM_ID = spec("oversight").gym_id
 CALLS = [(tool.name, args.model_dump(exclude_none=True)) for tool, args in catalogue("oversight")]
@@ -247,31 +248,8 @@ def test_the_registered_time_limit_cuts_a_longer_budget_without_a_verdict():
     replay(OversightVectorEnv(8, scenario="mixed", max_steps=200, max_episode_steps=3), runs)
 
 
-def sync_and_batched(n: int, seed: int, steps: int, **kwargs: Any) -> None:
-    """``gym.make_vec(..., "sync")`` over the scalar face and the batch, same random valid
-    actions, every result compared (autoresets included).
-    """
-    sync = gym.make_vec(GYM_ID, n, vectorization_mode="sync", **kwargs)
-    ours = OversightVectorEnv(n, **kwargs)
-    rng = np.random.default_rng(seed)
-    a, _ = sync.reset(seed=seed)
-    b, _ = ours.reset(seed=seed)
-    ends = 0
-    for t in range(steps):
-        masks = np.stack(sync.call("action_masks"))
-        assert np.array_equal(a, b) and np.array_equal(masks, ours.action_masks()), t
-        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-        *a_out, _ = sync.step(actions)
-        *b_out, _ = ours.step(actions)
-        a, b = a_out[0], b_out[0]
-        for x, y in zip(a_out, b_out, strict=True):
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), t
-        ends += int(np.sum(a_out[2] | a_out[3]))
-    assert ends > n  # every lane autoreset at least once, on average
-
-
 def test_next_step_autoreset_is_gymnasiums_sync_vector_env():
-    sync_and_batched(6, 11, 60, scenario="mixed")
+    sync_and_batched("oversight", 6, 11, 60, scenario="mixed")
 
 
 def test_same_step_autoreset_reports_the_final_observation():

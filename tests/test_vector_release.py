@@ -23,6 +23,7 @@ from opsgym.vector._pyfloat import rounded
 from opsgym.vector._release_starts import _ERROR_RATE, _FLAP, _FRACTION
 from opsgym.vector._streams import PCGStreams
 from opsgym.vector.release import _HARMFUL, HARM_LIMIT, _least_above
+from tests.vector_lanes import sync_and_batched
 
 GYM_ID = spec("release").gym_id
 INDEX = {tool.name: i for i, (tool, _) in enumerate(catalogue("release"))}
@@ -305,31 +306,8 @@ def test_the_registered_time_limit_cuts_a_longer_budget_without_a_verdict():
     replay(ReleaseVectorEnv(8, scenario="mixed", max_steps=80), runs)
 
 
-def sync_and_batched(n: int, seed: int, steps: int, **kwargs: Any) -> None:
-    """``gym.make_vec(..., "sync")`` over the scalar face and the batch, same random valid
-    actions, every result compared (autoresets included).
-    """
-    sync = gym.make_vec(GYM_ID, n, vectorization_mode="sync", **kwargs)
-    ours = ReleaseVectorEnv(n, **kwargs)
-    rng = np.random.default_rng(seed)
-    a, _ = sync.reset(seed=seed)
-    b, _ = ours.reset(seed=seed)
-    ends = 0
-    for t in range(steps):
-        masks = np.stack(sync.call("action_masks"))
-        assert np.array_equal(a, b) and np.array_equal(masks, ours.action_masks()), t
-        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-        *a_out, _ = sync.step(actions)
-        *b_out, _ = ours.step(actions)
-        a, b = a_out[0], b_out[0]
-        for x, y in zip(a_out, b_out, strict=True):
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), t
-        ends += int(np.sum(a_out[2] | a_out[3]))
-    assert ends > n  # every lane autoreset at least once, on average
-
-
 def test_next_step_autoreset_is_gymnasiums_sync_vector_env():
-    sync_and_batched(6, 11, 150, scenario="mixed")
+    sync_and_batched("release", 6, 11, 150, scenario="mixed")
 
 
 def test_same_step_autoreset_reports_the_final_observation():
