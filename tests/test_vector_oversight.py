@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +16,7 @@ from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchedVectorEnv, BatchError, OversightBatch, OversightVectorEnv
 from opsgym.vector._oversight_starts import generator_tape, pcg_tape, pool_draws, spent_words
 from opsgym.vector._streams import PCGStreams
-from tests.vector_lanes import sync_and_batched
+from tests.vector_lanes import Played, record, replay, sync_and_batched
 
 GYM_ID = spec("oversight").gym_id
 CALLS = [(tool.name, args.model_dump(exclude_none=True)) for tool, args in catalogue("oversight")]
@@ -27,117 +26,25 @@ TRAIN = opsgym.scenarios("oversight", "train")
 SEEDS = list(range(200))
 
 
-@dataclass
-class Played:
-    """One episode as ``gym.make(...)`` played it, and the reset that followed it."""
-
-    seed: int
-    actions: list[int] = field(default_factory=list)
-    obs: list[np.ndarray] = field(default_factory=list)  # obs[t]: before action t
-    masks: list[np.ndarray] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
-    terminated: list[bool] = field(default_factory=list)
-    truncated: list[bool] = field(default_factory=list)
-    episode_seed: int = 0
-    outcome: str | None = None
-    ret: float = 0.0
-    next_obs: np.ndarray | None = None
-    next_mask: np.ndarray | None = None
-    next_seed: int = 0
-
-
 def play(seed: int, actor: str, **kwargs: Any) -> Played:
     """Play one episode on the scalar Gym face with ``actor``: ``random`` (a valid action
     from the mask, drawn by a generator seeded from ``seed``), ``await`` (always wait) or a
     scripted policy (its calls mapped to catalogue indices).
     """
-    env = gym.make(GYM_ID, **kwargs)
-    obs, info = env.reset(seed=seed)
-    ops = env.unwrapped
-    assert "seed" not in info  # the agent is not told the episode's seed
-    played = Played(seed)
-    rng = np.random.default_rng([7, seed])
     policy = None if actor in ("random", "await") else get_policy("oversight", actor)
     if policy is not None:
         policy.reset()
-    while True:
-        mask = ops.action_masks()
-        played.obs.append(obs)
-        played.masks.append(mask)
+
+    def choose(ops: Any, mask: np.ndarray, rng: np.random.Generator, step: int) -> int:
         if actor == "random":
-            action = int(rng.choice(np.flatnonzero(mask)))
-        elif actor == "await":
-            action = len(CALLS) - 1
-        else:
-            legal = [CALLS[i] for i in np.flatnonzero(mask)]
-            name, args = policy.act(ops.episode.observe(), legal)
-            action = INDEX[(name, tuple(sorted(args.items())))]
-        obs, reward, terminated, truncated, info = env.step(action)
-        played.actions.append(action)
-        played.rewards.append(reward)
-        played.terminated.append(terminated)
-        played.truncated.append(truncated)
-        if terminated or truncated:
-            played.obs.append(obs)
-            played.masks.append(ops.action_masks())
-            played.outcome = info.get("outcome")
-            assert "seed" not in info
-            played.episode_seed = ops.episode.seed  # the harness's view, after the end
-            played.ret = ops.episode.total_reward
-            break
-    played.next_obs, info = env.reset()
-    assert "seed" not in info
-    played.next_mask, played.next_seed = ops.action_masks(), ops.episode.seed
-    return played
+            return int(rng.choice(np.flatnonzero(mask)))
+        if actor == "await":
+            return len(CALLS) - 1
+        legal = [CALLS[i] for i in np.flatnonzero(mask)]
+        name, args = policy.act(ops.episode.observe(), legal)
+        return INDEX[(name, tuple(sorted(args.items())))]
 
-
-def same(lane: int, played: Played, t: int, what: str, ours: Any, theirs: Any) -> None:
-    """Fail with the first difference, its lane, seed and step, and both values."""
-    ours_a, theirs_a = np.asarray(ours), np.asarray(theirs)
-    if ours_a.dtype != theirs_a.dtype and not (ours_a.dtype.kind == theirs_a.dtype.kind == "f"):
-        ours_a = ours_a.astype(theirs_a.dtype)
-    if ours_a.shape != theirs_a.shape or ours_a.tobytes() != theirs_a.tobytes():
-        raise AssertionError(
-            f"lane {lane} (seed {played.seed}) step {t}: {what} differs: batch {ours!r}, "
-            f"scalar {theirs!r}"
-        )
-
-
-def replay(venv: OversightVectorEnv, runs: list[Played]) -> None:
-    """Feed each lane its scalar episode's actions and check everything it returns, through
-    the episode and at the autoreset that follows it (NEXT_STEP).
-    """
-    obs, info = venv.reset(seed=[r.seed for r in runs])
-    masks = venv.action_masks()
-    assert "seed" not in info  # no lane is told its seed before its episode ends
-    for i, r in enumerate(runs):
-        same(i, r, 0, "episode seed", venv.world.seeds[i], r.episode_seed)
-        same(i, r, 0, "observation", obs[i], r.obs[0])
-        same(i, r, 0, "mask", masks[i], r.masks[0])
-    for t in range(max(len(r.actions) for r in runs) + 1):
-        actions = np.array([r.actions[t] if t < len(r.actions) else 0 for r in runs])
-        obs, reward, terminated, truncated, info = venv.step(actions)
-        masks = venv.action_masks()
-        for i, r in enumerate(runs):
-            if t < len(r.actions):
-                same(i, r, t + 1, "observation", obs[i], r.obs[t + 1])
-                same(i, r, t + 1, "mask", masks[i], r.masks[t + 1])
-                same(i, r, t + 1, "reward", reward[i], np.float64(r.rewards[t]))
-                same(i, r, t + 1, "terminated", terminated[i], r.terminated[t])
-                same(i, r, t + 1, "truncated", truncated[i], r.truncated[t])
-                if t == len(r.actions) - 1:
-                    same(i, r, t + 1, "outcome", info["outcome"][i], r.outcome)
-                    same(i, r, t + 1, "return", info["return"][i], np.float64(r.ret))
-                    same(i, r, t + 1, "seed at the end", info["seed"][i], r.episode_seed)
-                else:
-                    assert not info.get("_seed", np.zeros(len(runs), bool))[i]
-            elif t == len(r.actions):  # the autoreset step: the lane's next episode begins
-                same(i, r, t + 1, "next observation", obs[i], r.next_obs)
-                same(i, r, t + 1, "next mask", masks[i], r.next_mask)
-                same(i, r, t + 1, "next episode seed", venv.world.seeds[i], r.next_seed)
-                assert not info.get("_seed", np.zeros(len(runs), bool))[i]
-                same(i, r, t + 1, "autoreset reward", reward[i], 0.0)
-                assert not terminated[i] and not truncated[i]
+    return record("oversight", seed, choose, **kwargs)
 
 
 # -- the random tape ----------------------------------------------------------------------
