@@ -14,6 +14,7 @@ from opsgym.agents.base import get_policy
 from opsgym.core.errors import HeldOutFamilyError
 from opsgym.core.registry import catalogue, spec
 from opsgym.vector import BatchError, FleetBatch, FleetVectorEnv
+from opsgym.vector._pyfloat import py_round
 from tests.vector_lanes import Played, record, replay, sync_and_batched
 
 GYM_ID = spec("fleet").gym_id
@@ -59,6 +60,15 @@ def play(seed: int, actor: str, **kwargs: Any) -> Played:
 
 
 # -- every lane is the scalar episode -----------------------------------------------------
+
+
+@pytest.mark.parametrize("digits", [1, 2, 3])
+def test_py_round_is_pythons_round_on_any_range_and_on_halves(digits):
+    rng = np.random.default_rng(digits)
+    wide = rng.random(20_000) * 10.0 ** rng.integers(-3, 6, 20_000)
+    halves = (rng.integers(0, 10**6, 5_000) + 0.5) / 10**digits  # decimal halves, as parsed
+    for x in (wide, halves, np.nextafter(halves, 0), np.nextafter(halves, np.inf)):
+        assert py_round(x, digits).tolist() == [round(float(v), digits) for v in x]
 
 
 def lanes_of(scenarios: list[str], n: int) -> list[str]:
